@@ -1,0 +1,31 @@
+import { Command, CommanderError } from 'commander';
+import { UserError, errorMessage } from '../errors.js';
+import { registerMigrate } from './migrate-command.js';
+import { registerStack } from './stack-command.js';
+
+/**
+ * The `billing-loader` executable. Returns the exit code: 0 done, 1 failure, 2 a user error
+ * (bad arguments or configuration), reported as one line without a stack trace.
+ */
+export async function main(argv: string[]): Promise<number> {
+  const program = new Command('billing-loader')
+    .description('Loads the full history of a subscription billing service into PostgreSQL through Kafka.')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride();
+  registerStack(program);
+  registerMigrate(program);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).
+    return Number(process.exitCode ?? 0);
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (err instanceof UserError) {
+      console.error(`billing-loader: ${err.message}`);
+      return 2;
+    }
+    console.error(`billing-loader: ${errorMessage(err)}`);
+    if (process.env.LOG_LEVEL === 'debug') console.error(err);
+    return 1;
+  }
+}

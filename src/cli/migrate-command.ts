@@ -1,0 +1,24 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { migrate } from '../db/migrate.js';
+import { createPool } from '../db/pool.js';
+import { createLogger } from '../log.js';
+import { environmentHelp } from './env-help.js';
+
+export function registerMigrate(program: Command): void {
+  program
+    .command('migrate')
+    .description('apply the SQL files in migrations/ in order; safe to run concurrently and repeatedly')
+    .addHelpText('after', environmentHelp(['DATABASE_URL', 'DATABASE_SCHEMA', 'LOG_LEVEL']))
+    .action(async () => {
+      const config = loadConfig(process.env);
+      const log = createLogger(config.logLevel).child({ component: 'migrate' });
+      const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader migrate', log, max: 1 });
+      try {
+        const result = await migrate(pool, { schema: config.databaseSchema, log });
+        console.error(`migrate: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied (schema ${config.databaseSchema})`);
+      } finally {
+        await pool.end();
+      }
+    });
+}

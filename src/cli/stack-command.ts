@@ -1,0 +1,60 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { loadConfig } from '../config.js';
+import { readStackPorts, type StackPorts } from '../stack/settings.js';
+import { stackDown, stackStatus, stackUp } from '../stack/stack.js';
+import { environmentHelp } from './env-help.js';
+
+function portArg(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65535) throw new InvalidArgumentError('expected a port number 1-65535');
+  return n;
+}
+
+const progress = (line: string) => console.error(line);
+
+export function registerStack(program: Command): void {
+  const stack = program
+    .command('stack')
+    .description('start, stop or report the local infrastructure: Kafka (KRaft), a schema registry, PostgreSQL')
+    .addHelpText('after', environmentHelp(['STACK_DIR']));
+
+  stack
+    .command('up')
+    .description('start the local services (idempotent); prints their connection settings as KEY=value lines')
+    .option('--kafka-port <port>', 'Kafka broker port', portArg)
+    .option('--kafka-controller-port <port>', 'Kafka KRaft controller port', portArg)
+    .option('--registry-port <port>', 'schema registry port', portArg)
+    .option('--postgres-port <port>', 'PostgreSQL port', portArg)
+    .addHelpText('after', '\nPorts default to those of the last `stack up` (else 19092, 19093, 18081, 15432).\nUse in a shell: eval "$(billing-loader stack up)"')
+    .action(async (opts: { kafkaPort?: number; kafkaControllerPort?: number; registryPort?: number; postgresPort?: number }) => {
+      const dir = loadConfig(process.env).stackDir;
+      const saved = readStackPorts(dir);
+      const ports: StackPorts = {
+        kafka: opts.kafkaPort ?? saved.kafka,
+        kafkaController: opts.kafkaControllerPort ?? saved.kafkaController,
+        registry: opts.registryPort ?? saved.registry,
+        postgres: opts.postgresPort ?? saved.postgres,
+      };
+      const settings = await stackUp({ dir, ports, progress });
+      for (const [key, value] of Object.entries(settings)) console.log(`${key}=${value}`);
+    });
+
+  stack
+    .command('down')
+    .description('stop the local services this stack started (data is kept)')
+    .action(async () => {
+      const dir = loadConfig(process.env).stackDir;
+      await stackDown({ dir, ports: readStackPorts(dir), progress });
+      progress('stack: stopped');
+    });
+
+  stack
+    .command('status')
+    .description('report each local service: running (with pid and port) or stopped; exit 0 when all run, 3 otherwise')
+    .action(() => {
+      const dir = loadConfig(process.env).stackDir;
+      const rows = stackStatus({ dir, ports: readStackPorts(dir) });
+      for (const r of rows) console.log(`${r.name.padEnd(16)} ${r.state.padEnd(8)} port ${r.port}${r.pid === undefined ? '' : `  pid ${r.pid}`}`);
+      if (rows.some((r) => r.state !== 'running')) process.exitCode = 3;
+    });
+}

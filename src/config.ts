@@ -1,0 +1,206 @@
+import { ConfigError } from './errors.js';
+import { LOG_LEVELS, type LogLevel } from './log.js';
+import { defaultStackDir, readStackPorts, stackConnectionSettings } from './stack/settings.js';
+
+/**
+ * The loader's configuration: every option declared once, with its variable, description and
+ * default. `--help`, the README table and validation all come from this declaration. Only this
+ * module reads the environment, and it takes the environment as a parameter.
+ */
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+interface DefaultContext {
+  /** Connection settings of the local stack (its recorded ports, or the defaults). */
+  stack: ReturnType<typeof stackConnectionSettings>;
+}
+
+interface OptionSpec<T> {
+  env: string;
+  description: string;
+  /** How the default reads in docs; `undefined` means "none". */
+  defaultText?: string;
+  default?: (ctx: DefaultContext) => T;
+  parse: (raw: string) => T;
+  secret?: boolean;
+}
+
+/** An option that always has a value (its default when unset). */
+function defaulted<T>(spec: OptionSpec<T> & { default: (ctx: DefaultContext) => T }): OptionSpec<T> & { hasDefault: true } {
+  return { ...spec, hasDefault: true };
+}
+
+/** An option that is `undefined` when unset. */
+function optional<T>(spec: Omit<OptionSpec<T>, 'default' | 'defaultText'>): OptionSpec<T> & { hasDefault: false } {
+  return { ...spec, hasDefault: false };
+}
+
+class Invalid extends Error {}
+
+const str = (raw: string): string => raw;
+
+function url(raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new Invalid(`expected a URL such as http://host:port, got '${raw}'`);
+  }
+  if (!['http:', 'https:'].includes(parsed.protocol)) throw new Invalid(`expected an http(s) URL, got '${raw}'`);
+  return raw.replace(/\/+$/, '');
+}
+
+function postgresUrl(raw: string): string {
+  if (!/^postgres(ql)?:\/\//.test(raw)) throw new Invalid('expected postgres://user[:password]@host:port/database');
+  try {
+    new URL(raw);
+  } catch {
+    throw new Invalid('expected postgres://user[:password]@host:port/database');
+  }
+  return raw;
+}
+
+function brokers(raw: string): string[] {
+  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (list.length === 0) throw new Invalid('expected comma-separated host:port, got nothing');
+  for (const b of list) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(b)) throw new Invalid(`expected comma-separated host:port, got '${b}'`);
+  }
+  return list;
+}
+
+function port(raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 65535) throw new Invalid(`expected a port number 1-65535, got '${raw}'`);
+  return n;
+}
+
+function positiveInt(raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || !Number.isSafeInteger(n)) throw new Invalid(`expected a positive integer, got '${raw}'`);
+  return n;
+}
+
+function identifier(raw: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw)) throw new Invalid(`expected a lower-case SQL identifier ([a-z_][a-z0-9_]*), got '${raw}'`);
+  return raw;
+}
+
+function topicPrefix(raw: string): string {
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(raw)) throw new Invalid(`expected letters, digits, '.', '_' or '-', got '${raw}'`);
+  return raw;
+}
+
+function urlSegment(raw: string): string {
+  if (!/^[A-Za-z0-9._~-]{16,256}$/.test(raw)) throw new Invalid('expected 16-256 URL-safe characters (A-Z a-z 0-9 . _ ~ -)');
+  return raw;
+}
+
+function logLevel(raw: string): LogLevel {
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Invalid(`expected one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
+  return raw as LogLevel;
+}
+
+export const options = {
+  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(c.stack.KAFKA_BROKERS), parse: brokers }),
+  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => c.stack.SCHEMA_REGISTRY_URL, parse: url }),
+  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => c.stack.DATABASE_URL, parse: postgresUrl, secret: true }),
+  databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
+  topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
+  billingApiUrl: optional({ env: 'BILLING_API_URL', description: "the billing service's {base_url}; the loader appends /api/v1/ (required by enricher, backfill)", parse: url }),
+  billingAuthUrl: optional({ env: 'BILLING_AUTH_URL', description: "the billing service's {auth_url}; the token endpoint is {auth_url}/oauth/token/ (required by enricher, backfill)", parse: url }),
+  billingClientId: optional({ env: 'BILLING_CLIENT_ID', description: 'OAuth 2.0 client id (client credentials grant, or the app id of the password grant)', parse: str }),
+  billingClientSecret: optional({ env: 'BILLING_CLIENT_SECRET', description: 'OAuth 2.0 client secret (client credentials grant)', parse: str, secret: true }),
+  billingUsername: optional({ env: 'BILLING_USERNAME', description: 'user e-mail for the resource owner password grant', parse: str }),
+  billingPassword: optional({ env: 'BILLING_PASSWORD', description: 'user password for the resource owner password grant', parse: str, secret: true }),
+  ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
+  ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
+  ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
+  enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
+  sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
+  logLevel: defaulted({ env: 'LOG_LEVEL', description: 'log level: debug, info, warn, error', defaultText: 'info', default: () => 'info' as LogLevel, parse: logLevel }),
+  stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => defaultStackDir, parse: str }),
+};
+
+type Options = typeof options;
+type ValueOf<K extends keyof Options> = Options[K] extends OptionSpec<infer T> ? T : never;
+type HasDefault<K extends keyof Options> = Options[K] extends { hasDefault: true } ? K : never;
+
+/** The parsed, validated, frozen configuration. Options without a default are `undefined` when unset. */
+export type Config = {
+  readonly [K in keyof Options as HasDefault<K>]: ValueOf<K>;
+} & {
+  readonly [K in keyof Options as Exclude<K, HasDefault<K>>]: ValueOf<K> | undefined;
+};
+
+/**
+ * Parses and validates the environment once. A malformed value throws ConfigError naming the
+ * variable. Secret values are non-enumerable, so logging or serialising the config leaves them out.
+ */
+export function loadConfig(env: Env): Config {
+  const stackDir = env.STACK_DIR || defaultStackDir;
+  const ctx: DefaultContext = { stack: stackConnectionSettings(readStackPorts(stackDir)) };
+  const config: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(options) as [string, OptionSpec<unknown>][]) {
+    const raw = env[spec.env];
+    let value: unknown;
+    if (raw !== undefined && raw !== '') {
+      try {
+        value = spec.parse(raw.trim());
+      } catch (err) {
+        if (err instanceof Invalid) throw new ConfigError(spec.env, spec.secret ? err.message.replace(/, got '.*'$/, '') : err.message);
+        throw err;
+      }
+    } else {
+      value = spec.default?.(ctx);
+    }
+    Object.defineProperty(config, key, { value, enumerable: !spec.secret });
+  }
+  checkCrossFields(config as Config);
+  return Object.freeze(config) as Config;
+}
+
+function checkCrossFields(c: Config): void {
+  if (c.billingClientSecret && c.billingPassword) {
+    throw new ConfigError('BILLING_PASSWORD', 'set either BILLING_CLIENT_SECRET (client credentials) or BILLING_USERNAME/BILLING_PASSWORD (password grant), not both');
+  }
+  if (c.billingPassword && !c.billingUsername) throw new ConfigError('BILLING_USERNAME', 'required with BILLING_PASSWORD (password grant)');
+}
+
+/** The settings the billing API client needs; fails with the variable to set when one is missing. */
+export function requireBillingApi(c: Config): {
+  apiUrl: string;
+  authUrl: string;
+  clientId: string;
+  grant: { kind: 'client_credentials'; clientSecret: string } | { kind: 'password'; username: string; password: string };
+} {
+  const need = (value: string | undefined, variable: string): string => {
+    if (!value) throw new ConfigError(variable, 'required by this command; see `billing-loader simulate` for a sandbox that prints these settings');
+    return value;
+  };
+  const apiUrl = need(c.billingApiUrl, 'BILLING_API_URL');
+  const authUrl = need(c.billingAuthUrl, 'BILLING_AUTH_URL');
+  const clientId = need(c.billingClientId, 'BILLING_CLIENT_ID');
+  if (c.billingPassword) {
+    return { apiUrl, authUrl, clientId, grant: { kind: 'password', username: need(c.billingUsername, 'BILLING_USERNAME'), password: c.billingPassword } };
+  }
+  return { apiUrl, authUrl, clientId, grant: { kind: 'client_credentials', clientSecret: need(c.billingClientSecret, 'BILLING_CLIENT_SECRET') } };
+}
+
+/** Rows for `--help` and the README: variable, description, default. */
+export function describeOptions(): { env: string; description: string; default: string }[] {
+  return Object.values(options).map((o: OptionSpec<unknown>) => ({ env: o.env, description: o.description, default: o.defaultText ?? 'none' }));
+}
+
+/** Parses a .env file's text (KEY=value lines) into an environment; real variables win over it. */
+export async function envWithDotenv(env: Env, dotenvPath: string): Promise<Env> {
+  const { readFile } = await import('node:fs/promises');
+  const { parseEnv } = await import('node:util');
+  let text: string;
+  try {
+    text = await readFile(dotenvPath, 'utf8');
+  } catch {
+    return env;
+  }
+  return { ...parseEnv(text), ...env };
+}

@@ -1,0 +1,38 @@
+import { Kafka, logLevel as KafkaLogLevel, type LogEntry, type logCreator } from 'kafkajs';
+import type { Logger } from '../log.js';
+
+export interface KafkaOptions {
+  brokers: string[];
+  /** Identifies this process to the broker (quotas, request logs). */
+  clientId: string;
+  log: Logger;
+  /** Connection and request timeouts, in milliseconds. Defaults 3000 and 30000. */
+  connectionTimeoutMs?: number;
+  requestTimeoutMs?: number;
+}
+
+/** kafkajs logs through our logger, at our level, with its own fields kept as fields. */
+function bridge(log: Logger): logCreator {
+  return () => ({ namespace, level, log: entry }: LogEntry) => {
+    const { message, ...fields } = entry;
+    const target = log.child({ kafkajs: namespace });
+    if (level === KafkaLogLevel.ERROR) target.error(message, fields);
+    else if (level === KafkaLogLevel.WARN) target.warn(message, fields);
+    else if (level === KafkaLogLevel.INFO) target.debug(message, fields); // kafkajs is chatty at INFO
+    else target.debug(message, fields);
+  };
+}
+
+/** The one place a kafkajs client is built; every component gets its Kafka from here. */
+export function createKafka(options: KafkaOptions): Kafka {
+  return new Kafka({
+    clientId: options.clientId,
+    brokers: options.brokers,
+    connectionTimeout: options.connectionTimeoutMs ?? 3000,
+    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    logLevel: KafkaLogLevel.INFO,
+    logCreator: bridge(options.log),
+    // Retries inside kafkajs are bounded; the stages retry around them with their own policy.
+    retry: { initialRetryTime: 100, retries: 5, maxRetryTime: 5000 },
+  });
+}

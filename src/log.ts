@@ -1,0 +1,55 @@
+import { pino, type Logger as PinoLogger } from 'pino';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+/**
+ * The loader's structured logger: constant message text, identifiers in fields
+ * (`log.warn('snapshot fetch failed', { resourceType, resourceId, err })`).
+ * JSON lines on stderr, so stdout stays free for what a command prints for the user or a script.
+ */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  /** A logger whose every line also carries `fields` (e.g. `{ component: 'sink' }`). */
+  child(fields: Record<string, unknown>): Logger;
+}
+
+/** Field names whose values are never written, whatever logs them. */
+const REDACT = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', '*.password', '*.secret', '*.token', '*.authorization'];
+
+export function createLogger(level: LogLevel = 'info', destination: NodeJS.WritableStream | number = 2): Logger {
+  const base = pino(
+    {
+      level,
+      base: { pid: process.pid },
+      redact: { paths: REDACT, censor: '[redacted]' },
+      serializers: { err: pino.stdSerializers.err },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    typeof destination === 'number' ? pino.destination({ fd: destination, sync: false }) : destination,
+  );
+  return wrap(base);
+}
+
+function wrap(p: PinoLogger): Logger {
+  return {
+    debug: (msg, fields) => p.debug(fields ?? {}, msg),
+    info: (msg, fields) => p.info(fields ?? {}, msg),
+    warn: (msg, fields) => p.warn(fields ?? {}, msg),
+    error: (msg, fields) => p.error(fields ?? {}, msg),
+    child: (fields) => wrap(p.child(fields)),
+  };
+}
+
+/** A logger that drops everything; for unit tests of code that takes a logger. */
+export const silentLogger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => silentLogger,
+};

@@ -1,0 +1,61 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { LoaderError } from '../errors.js';
+import { packageRoot } from '../stack/settings.js';
+
+/** Where the `.avsc` files of the public topics live. */
+export const schemasDir = join(packageRoot, 'schemas');
+
+/**
+ * The loader's view of a Confluent-compatible schema registry: register an Avro schema under a
+ * subject, encode in the Confluent wire format (magic byte 0, 4-byte schema id, Avro body),
+ * decode any id the registry knows. Schema lookups are cached by the underlying client.
+ */
+export interface Registry {
+  /** Registers (or finds) `schema` under `subject`; the registry's compatibility rule applies. */
+  register(subject: string, schema: string): Promise<number>;
+  /** Reads `schemas/<file>` and registers it under `subject`. */
+  registerFile(subject: string, file: string): Promise<number>;
+  encode(schemaId: number, value: unknown): Promise<Buffer>;
+  decode(buffer: Buffer): Promise<unknown>;
+  /** Sets the compatibility level of one subject (BACKWARD, FULL, NONE, ...). */
+  setCompatibility(subject: string, level: string): Promise<void>;
+  /** Resolves when the registry answers; for readiness checks. */
+  ping(): Promise<void>;
+}
+
+export function createRegistry(baseUrl: string): Registry {
+  const client = new SchemaRegistry({ host: baseUrl });
+  const api = (path: string, init?: RequestInit) =>
+    fetch(`${baseUrl}${path}`, { ...init, headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json', ...init?.headers } });
+
+  const register = async (subject: string, schema: string): Promise<number> => {
+    try {
+      const { id } = await client.register({ type: SchemaType.AVRO, schema }, { subject });
+      return id;
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      throw new LoaderError(`schema registration under '${subject}' failed: ${(err as Error).message}`, {
+        cause: err,
+        retriable: status === undefined || status >= 500,
+        ...(status === undefined ? {} : { context: { status } }),
+      });
+    }
+  };
+
+  return {
+    register,
+    registerFile: async (subject, file) => register(subject, await readFile(join(schemasDir, file), 'utf8')),
+    encode: (schemaId, value) => client.encode(schemaId, value),
+    decode: (buffer) => client.decode(buffer),
+    async setCompatibility(subject, level) {
+      const res = await api(`/config/${encodeURIComponent(subject)}`, { method: 'PUT', body: JSON.stringify({ compatibility: level }) });
+      if (!res.ok) throw new LoaderError(`setting compatibility of '${subject}' failed: HTTP ${res.status} ${await res.text()}`, { context: { status: res.status } });
+    },
+    async ping() {
+      const res = await api('/subjects', { signal: AbortSignal.timeout(3000) });
+      if (!res.ok) throw new LoaderError(`schema registry answered HTTP ${res.status}`, { retriable: true, context: { status: res.status } });
+    },
+  };
+}

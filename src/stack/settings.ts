@@ -1,0 +1,41 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The package root (where package.json, schemas/ and migrations/ are), whether run from src/ or dist/. */
+export const packageRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+/** Where the local stack keeps its downloads, data, logs and pid files (git-ignored). */
+export const defaultStackDir = join(packageRoot, '.stack');
+
+/** Ports of the local stack; chosen off the usual ones so they do not collide with services a user runs. */
+export interface StackPorts {
+  kafka: number;
+  kafkaController: number;
+  registry: number;
+  postgres: number;
+}
+
+export const defaultStackPorts: StackPorts = Object.freeze({ kafka: 19092, kafkaController: 19093, registry: 18081, postgres: 15432 });
+
+/** The ports the stack in `dir` was last brought up with (`stack up` records them), else the defaults. */
+export function readStackPorts(dir: string): StackPorts {
+  const file = join(dir, 'stack.json');
+  if (!existsSync(file)) return defaultStackPorts;
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackPorts>;
+    return { ...defaultStackPorts, ...saved };
+  } catch {
+    // A corrupt state file only loses remembered ports; `stack up` rewrites it.
+    return defaultStackPorts;
+  }
+}
+
+/** The connection settings of section 2 that point at the local stack. */
+export function stackConnectionSettings(ports: StackPorts): { KAFKA_BROKERS: string; SCHEMA_REGISTRY_URL: string; DATABASE_URL: string } {
+  return {
+    KAFKA_BROKERS: `127.0.0.1:${ports.kafka}`,
+    SCHEMA_REGISTRY_URL: `http://127.0.0.1:${ports.registry}/apis/ccompat/v7`,
+    DATABASE_URL: `postgres://postgres@127.0.0.1:${ports.postgres}/postgres`,
+  };
+}

@@ -1,0 +1,85 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { UserError, errorMessage } from '../errors.js';
+import { kafkaService } from './kafka-service.js';
+import { postgresService } from './postgres-service.js';
+import { portInUse } from './processes.js';
+import { registryService } from './registry-service.js';
+import type { StackService } from './service.js';
+import { stackConnectionSettings, type StackPorts } from './settings.js';
+
+export interface StackOptions {
+  dir: string;
+  ports: StackPorts;
+  /** Human progress lines (the CLI prints them on stderr). */
+  progress?: (line: string) => void;
+  /** How long each service may take to answer after start, in milliseconds. Default 120000. */
+  readyTimeoutMs?: number;
+}
+
+export interface ServiceStatus {
+  name: string;
+  port: number;
+  pid: number | undefined;
+  state: 'running' | 'stopped';
+}
+
+function services(o: StackOptions): StackService[] {
+  return [postgresService(o.dir, o.ports.postgres), kafkaService(o.dir, o.ports.kafka, o.ports.kafkaController), registryService(o.dir, o.ports.registry)];
+}
+
+/**
+ * Brings every service up (installing on first use), idempotently: a service of ours that is
+ * already running is only checked, never started twice. Resolves when each one does real work;
+ * returns the connection settings of INTERFACE.md section 2.
+ */
+export async function stackUp(o: StackOptions): Promise<Record<string, string>> {
+  const progress = o.progress ?? (() => {});
+  mkdirSync(o.dir, { recursive: true });
+  const all = services(o);
+  // allSettled: a failure of one service is reported after the others settled, not while they still start.
+  const results = await Promise.allSettled(
+    all.map(async (s) => {
+      const started = Date.now();
+      if (s.runningPid() === undefined) {
+        if (await portInUse(s.port)) {
+          throw new UserError(`${s.name}: port ${s.port} is already in use by another process; stop it or choose another port (billing-loader stack up --help)`);
+        }
+        await s.install(progress);
+        progress(`${s.name}: starting on 127.0.0.1:${s.port}`);
+        await s.start();
+      } else {
+        progress(`${s.name}: already running (pid ${s.runningPid()})`);
+      }
+      try {
+        await s.waitReady(o.readyTimeoutMs ?? 120_000);
+      } catch (err) {
+        throw new UserError(`${s.name} did not become ready: ${errorMessage(err)}; see ${s.logFile}`);
+      }
+      progress(`${s.name}: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    }),
+  );
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  writeFileSync(join(o.dir, 'stack.json'), JSON.stringify(o.ports, null, 2));
+  return stackConnectionSettings(o.ports);
+}
+
+/** Stops exactly the processes this stack started (by pid file and command line). */
+export async function stackDown(o: StackOptions): Promise<void> {
+  const progress = o.progress ?? (() => {});
+  // The registry and Kafka first, PostgreSQL last; each is independent, so order is only tidiness.
+  for (const s of services(o).reverse()) {
+    const pid = s.runningPid();
+    if (pid === undefined) continue;
+    progress(`${s.name}: stopping (pid ${pid})`);
+    await s.stop();
+  }
+}
+
+export function stackStatus(o: StackOptions): ServiceStatus[] {
+  return services(o).map((s) => {
+    const pid = s.runningPid();
+    return { name: s.name, port: s.port, pid, state: pid === undefined ? 'stopped' : 'running' };
+  });
+}
