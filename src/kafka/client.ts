@@ -1,4 +1,4 @@
-import { Kafka, logLevel as KafkaLogLevel, type LogEntry, type logCreator } from 'kafkajs';
+import { Kafka, Partitioners, logLevel as KafkaLogLevel, type LogEntry, type logCreator } from 'kafkajs';
 import type { Logger } from '../log.js';
 
 export interface KafkaOptions {
@@ -14,7 +14,7 @@ export interface KafkaOptions {
 /** kafkajs logs through our logger, at our level, with its own fields kept as fields. */
 function bridge(log: Logger): logCreator {
   return () => ({ namespace, level, log: entry }: LogEntry) => {
-    const { message, ...fields } = entry;
+    const { message, timestamp: _t, logger: _l, ...fields } = entry as typeof entry & { logger?: unknown };
     const target = log.child({ kafkajs: namespace });
     if (level === KafkaLogLevel.ERROR) target.error(message, fields);
     else if (level === KafkaLogLevel.WARN) target.warn(message, fields);
@@ -36,3 +36,9 @@ export function createKafka(options: KafkaOptions): Kafka {
     retry: { initialRetryTime: 100, retries: 5, maxRetryTime: 5000 },
   });
 }
+
+/**
+ * Java-compatible murmur2 key hashing: a key lands on the same partition number in every topic
+ * with the same partition count, whichever client wrote it (co-partitioning relies on this).
+ */
+export const defaultPartitioner = Partitioners.DefaultPartitioner;

@@ -1,0 +1,32 @@
+import type { TestProject } from 'vitest/node';
+import { stackConnectionSettings, defaultStackDir, readStackPorts } from '../src/stack/settings.js';
+import { stackDown, stackStatus, stackUp } from '../src/stack/stack.js';
+import { dockerAvailable, startContainers } from './helpers/containers.js';
+
+/**
+ * Where the integration tests find real Kafka, a real schema registry and real PostgreSQL,
+ * in this order: services named by KAFKA_BROKERS / SCHEMA_REGISTRY_URL / DATABASE_URL; else
+ * containers (testcontainers) when a Docker engine answers; else the project's own native stack
+ * (`billing-loader stack up`), which the run stops again if it started it.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const env = process.env;
+  if (env.KAFKA_BROKERS && env.SCHEMA_REGISTRY_URL && env.DATABASE_URL) {
+    project.provide('services', { KAFKA_BROKERS: env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: env.SCHEMA_REGISTRY_URL, DATABASE_URL: env.DATABASE_URL });
+    return async () => {};
+  }
+  if (env.TEST_STACK !== 'native' && (await dockerAvailable())) {
+    const containers = await startContainers();
+    project.provide('services', containers.settings);
+    return containers.stop;
+  }
+  const dir = env.STACK_DIR || defaultStackDir;
+  const ports = readStackPorts(dir);
+  const wasRunning = stackStatus({ dir, ports }).every((s) => s.state === 'running');
+  await stackUp({ dir, ports, progress: (line) => process.stderr.write(`[stack] ${line}\n`) });
+  project.provide('services', stackConnectionSettings(ports));
+  return async () => {
+    // Leave a stack the developer had running; stop one this run started (CI).
+    if (!wasRunning && env.KEEP_STACK !== '1') await stackDown({ dir, ports });
+  };
+}
