@@ -44,3 +44,20 @@ export async function ensureTopics(admin: Admin, specs: TopicSpec[]): Promise<vo
   // createTopics answers false when another process created them first; that is fine.
   await admin.createTopics({ topics, waitForLeaders: true });
 }
+
+/**
+ * Partition counts of the public topics. webhooks and snapshots have the same count so that a
+ * key lands on the same partition number in both (murmur2), and 6 lets up to six consumers of
+ * a group share the work. DLQs are low-volume: one partition keeps them in arrival order.
+ * Counts apply when a topic is created; an existing topic keeps its own.
+ */
+export const PIPELINE_PARTITIONS = 6;
+
+export function pipelineTopicSpecs(names: TopicNames): Record<keyof TopicNames, TopicSpec> {
+  return {
+    webhooks: { topic: names.webhooks, numPartitions: PIPELINE_PARTITIONS },
+    snapshots: { topic: names.snapshots, numPartitions: PIPELINE_PARTITIONS },
+    webhooksDlq: { topic: names.webhooksDlq, numPartitions: 1 },
+    snapshotsDlq: { topic: names.snapshotsDlq, numPartitions: 1 },
+  };
+}
