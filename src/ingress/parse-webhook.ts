@@ -1,0 +1,94 @@
+import { EVENT_FIELD, MAX_FIELD_LENGTH, knownField, type WebhookField } from './webhook-fields.js';
+
+/** A webhook body that passed validation: what the record carries besides the body itself. */
+export interface ParsedWebhook {
+  /** The Event value as received. */
+  event: string;
+  /** Known fields (spec 6.2) by their Avro name; absent when the body does not carry them. */
+  fields: Record<string, string | number>;
+  /** Every other top-level field, with its original name and value. */
+  extra: Record<string, unknown>;
+}
+
+export type ParseResult = { ok: true; webhook: ParsedWebhook } | { ok: false; error: string };
+
+// C0 controls, DEL and C1 controls: never part of an identifier, and a classic vehicle for log
+// injection and path tricks downstream (DESIGN.md property 8).
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * Validates a webhook body (text already decoded as UTF-8) against INTERFACE.md section 3.
+ * Pure: the same text always gives the same answer; every failure is a 400 with `error`.
+ */
+export function parseWebhook(text: string): ParseResult {
+  let value: unknown;
+  try {
+    // A leading byte order mark is not JSON, but it says nothing wrong about the content.
+    value = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
+  } catch {
+    return fail('body is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail(`body must be a JSON object, got ${describe(value)}`);
+  }
+
+  let event: string | undefined;
+  const fields: Record<string, string | number> = {};
+  const extra: [string, unknown][] = [];
+  for (const [name, fieldValue] of Object.entries(value)) {
+    if (name.toLowerCase() === EVENT_FIELD.toLowerCase()) {
+      const problem = checkString(EVENT_FIELD, fieldValue, true);
+      if (problem) return fail(problem);
+      if (event !== undefined && event !== fieldValue) return fail(conflict(EVENT_FIELD));
+      event = fieldValue as string;
+      continue;
+    }
+    const field = knownField(name);
+    if (!field) {
+      extra.push([name, fieldValue]);
+      continue;
+    }
+    const problem = checkField(field, fieldValue);
+    if (problem) return fail(problem);
+    const previous = fields[field.avro];
+    if (previous !== undefined && previous !== fieldValue) return fail(conflict(field.name));
+    fields[field.avro] = fieldValue as string | number;
+  }
+  if (event === undefined) return fail(`missing field ${EVENT_FIELD}`);
+  // fromEntries defines own properties, so a field named "__proto__" stays a plain field.
+  return { ok: true, webhook: { event, fields, extra: Object.fromEntries(extra) } };
+}
+
+function checkField(field: WebhookField, value: unknown): string | undefined {
+  if (field.kind !== 'int') return checkString(field.name, value, field.kind === 'id');
+  if (typeof value !== 'number' || !Number.isInteger(value)) return `${field.name} must be an integer, got ${describe(value)}`;
+  if (value < INT32_MIN || value > INT32_MAX) return `${field.name} is out of range: ${value}`;
+  return undefined;
+}
+
+function checkString(name: string, value: unknown, nonEmpty: boolean): string | undefined {
+  if (typeof value !== 'string') return `${name} must be a string, got ${describe(value)}`;
+  // An empty identifier would address a collection, not a resource.
+  if (nonEmpty && value.length === 0) return `${name} must not be empty`;
+  if (value.length > MAX_FIELD_LENGTH) return `${name} is longer than ${MAX_FIELD_LENGTH} characters`;
+  if (CONTROL_CHARACTERS.test(value)) return `${name} contains control characters`;
+  return undefined;
+}
+
+function conflict(name: string): string {
+  return `${name} appears more than once (in different letter case) with different values`;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number' && !Number.isInteger(value)) return `the number ${value}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function fail(error: string): ParseResult {
+  return { ok: false, error };
+}

@@ -1,0 +1,53 @@
+/**
+ * The payload fields of spec section 6.2 that the ingress knows by name, each with the Avro field
+ * that carries it in the webhook record (schemas/webhook.avsc). Names are matched ignoring
+ * letter case (spec 9.3: `contractid` and `ContractId` are the same field); every other top-level
+ * field is kept, with its original name, in `extra_fields`.
+ *
+ * - `id`: a resource identifier (the enricher fetches it): a non-empty string.
+ * - `string`: any other string field (dates stay the ISO strings received).
+ * - `int`: TriggerDays, a whole number.
+ */
+export type WebhookFieldKind = 'id' | 'string' | 'int';
+
+export interface WebhookField {
+  /** The name as the spec writes it. */
+  name: string;
+  /** The Avro field name (snake_case). */
+  avro: string;
+  kind: WebhookFieldKind;
+  /** For `id` fields: the canonical resource type the identifier refers to (INTERFACE.md section 4). */
+  resourceType?: string;
+}
+
+export const WEBHOOK_FIELDS: readonly WebhookField[] = Object.freeze([
+  { name: 'ContractId', avro: 'contract_id', kind: 'id', resourceType: 'Contract' },
+  { name: 'CustomerId', avro: 'customer_id', kind: 'id', resourceType: 'Customer' },
+  { name: 'OrderId', avro: 'order_id', kind: 'id', resourceType: 'Order' },
+  { name: 'InvoiceId', avro: 'invoice_id', kind: 'id', resourceType: 'Invoice' },
+  { name: 'OldInvoiceId', avro: 'old_invoice_id', kind: 'id', resourceType: 'Invoice' },
+  { name: 'NewInvoiceId', avro: 'new_invoice_id', kind: 'id', resourceType: 'Invoice' },
+  { name: 'OldInvoiceDraftId', avro: 'old_invoice_draft_id', kind: 'id', resourceType: 'InvoiceDraft' },
+  { name: 'NewInvoiceDraftId', avro: 'new_invoice_draft_id', kind: 'id', resourceType: 'InvoiceDraft' },
+  { name: 'DunningId', avro: 'dunning_id', kind: 'id', resourceType: 'Dunning' },
+  { name: 'PaymentTransactionId', avro: 'payment_transaction_id', kind: 'id', resourceType: 'PaymentTransaction' },
+  { name: 'PaymentEscalationProcessId', avro: 'payment_escalation_process_id', kind: 'id', resourceType: 'PaymentEscalationProcess' },
+  { name: 'YourCustomerId', avro: 'your_customer_id', kind: 'string' },
+  { name: 'PaymentProvider', avro: 'payment_provider', kind: 'string' },
+  { name: 'ExpiryDate', avro: 'expiry_date', kind: 'string' },
+  { name: 'DueDate', avro: 'due_date', kind: 'string' },
+  { name: 'TriggerDays', avro: 'trigger_days', kind: 'int' },
+] satisfies WebhookField[]);
+
+/** The event-name field every body must carry (spec 6.1 rule 2). */
+export const EVENT_FIELD = 'Event';
+
+/** Longest identifier or string field accepted, in characters (INTERFACE.md section 3). */
+export const MAX_FIELD_LENGTH = 256;
+
+const byLowerName = new Map(WEBHOOK_FIELDS.map((f) => [f.name.toLowerCase(), f]));
+
+/** The known field a property name denotes, whatever its letter case. */
+export function knownField(propertyName: string): WebhookField | undefined {
+  return byLowerName.get(propertyName.toLowerCase());
+}
