@@ -16,14 +16,28 @@ export function readPid(pidFile: string): number | undefined {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-/** Whether `pid` runs and its command line contains `marker` (our state folder). */
-export function isOurs(pid: number | undefined, marker: string): pid is number {
-  if (pid === undefined) return false;
+/**
+ * Whether `pid` is a live process. A zombie (exited, not yet reaped: common for detached
+ * services whose reaper is a minimal init) counts as gone, though kill(pid, 0) still succeeds.
+ */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch {
     return false;
   }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S ..."; comm may contain spaces, so read after the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no /proc (macOS): kill(pid, 0) is the best evidence
+  }
+}
+
+/** Whether `pid` runs and its command line contains `marker` (our state folder). */
+export function isOurs(pid: number | undefined, marker: string): pid is number {
+  if (pid === undefined || !isRunning(pid)) return false;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
   } catch {
@@ -88,14 +102,7 @@ function toolError(command: string, err: Error): Error {
 
 /** Sends SIGTERM, waits up to `graceMs`, then SIGKILL. Resolves once the process is gone. */
 export async function stopProcess(pid: number, graceMs: number): Promise<void> {
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = () => isRunning(pid);
   try {
     process.kill(pid, 'SIGTERM');
   } catch {

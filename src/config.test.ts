@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from './errors.js';
+import { describeOptions, loadConfig, requireBillingApi } from './config.js';
+
+describe('loadConfig', () => {
+  it('defaults everything from an empty environment to the local stack', () => {
+    const c = loadConfig({ STACK_DIR: '/nonexistent-stack-dir' });
+    expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);
+    expect(c.schemaRegistryUrl).toBe('http://127.0.0.1:18081/apis/ccompat/v7');
+    expect(c.databaseSchema).toBe('billing');
+    expect(c.topicPrefix).toBe('billing');
+    expect(c.ingressPort).toBe(8080);
+    expect(c.billingApiUrl).toBeUndefined();
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it.each([
+    ['KAFKA_BROKERS', 'localhost', /KAFKA_BROKERS: expected comma-separated host:port, got 'localhost'/],
+    ['SCHEMA_REGISTRY_URL', 'not a url', /SCHEMA_REGISTRY_URL: expected a URL/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL: expected postgres:\/\//],
+    ['DATABASE_SCHEMA', 'Billing; DROP', /DATABASE_SCHEMA: expected a lower-case SQL identifier/],
+    ['TOPIC_PREFIX', 'a b', /TOPIC_PREFIX: expected letters/],
+    ['INGRESS_PORT', '70000', /INGRESS_PORT: expected a port number/],
+    ['LOG_LEVEL', 'verbose', /LOG_LEVEL: expected one of debug, info, warn, error/],
+    ['INGRESS_TOKEN', 'short', /INGRESS_TOKEN: expected 16-256 URL-safe characters/],
+  ])('rejects a malformed %s in one line naming it', (variable, value, message) => {
+    expect(() => loadConfig({ [variable]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [variable]: value })).toThrow(message);
+  });
+
+  it('never echoes a secret value in an error, and keeps secrets out of serialisation', () => {
+    expect(() => loadConfig({ INGRESS_TOKEN: 'sh!' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
+    const c = loadConfig({ BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d' });
+    expect(c.billingClientSecret).toBe('s3cret-value');
+    expect(JSON.stringify(c)).not.toMatch(/s3cret-value|pw-value/);
+  });
+
+  it('requires the billing API settings only where a command needs them, naming the missing variable', () => {
+    const c = loadConfig({ BILLING_API_URL: 'http://api', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id' });
+    expect(() => requireBillingApi(c)).toThrow(/^BILLING_CLIENT_SECRET: required/);
+    const ok = requireBillingApi(loadConfig({ BILLING_API_URL: 'http://api/', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's' }));
+    expect(ok).toMatchObject({ apiUrl: 'http://api', grant: { kind: 'client_credentials' } });
+  });
+
+  it('refuses both grants at once', () => {
+    expect(() => loadConfig({ BILLING_CLIENT_SECRET: 's', BILLING_USERNAME: 'u', BILLING_PASSWORD: 'p' })).toThrow(/either BILLING_CLIENT_SECRET .* not both/);
+  });
+
+  it('documents every option it reads', () => {
+    const documented = describeOptions().map((o) => o.env);
+    for (const v of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL', 'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET', 'BILLING_USERNAME', 'BILLING_PASSWORD', 'INGRESS_PORT', 'INGRESS_TOKEN', 'LOG_LEVEL']) {
+      expect(documented).toContain(v);
+    }
+  });
+});
