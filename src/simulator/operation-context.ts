@@ -1,0 +1,34 @@
+import type { WebhookPayload } from './event-names.js';
+import type { SeededRandom } from './seeded-random.js';
+import type { TruthStore } from './truth-store.js';
+
+/** What the billing operations act on: the objects, simulated time, randomness, and the event outlet. */
+export interface OperationContext {
+  store: TruthStore;
+  /** The scenario's generator: identifiers, names and amounts come from here, so a seed reproduces them. */
+  random: SeededRandom;
+  /** Simulated time. */
+  now(): Date;
+  /**
+   * Records the event and hands it to the dispatcher. Call only after the state change it
+   * announces is in the store: the receiver fetches on receipt.
+   */
+  emit(payload: WebhookPayload): void;
+  /** Also send the deprecated AccountCreated next to ContractCreated, and the deprecated invoice ids in InvoiceCorrected. */
+  legacyEvents: boolean;
+}
+
+export const DAY_MS = 86_400_000;
+
+export function iso(date: Date): string {
+  return date.toISOString();
+}
+
+export function addDays(date: Date, days: number): Date {
+  return new Date(date.getTime() + days * DAY_MS);
+}
+
+/** Money with two decimals, as JSON numbers. */
+export function money(amount: number): number {
+  return Math.round(amount * 100) / 100;
+}
