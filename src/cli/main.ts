@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
+import { registerDemo } from './demo-command.js';
 import { registerMigrate } from './migrate-command.js';
 import { registerStack } from './stack-command.js';
 
@@ -14,6 +15,7 @@ export async function main(argv: string[]): Promise<number> {
     .exitOverride();
   registerStack(program);
   registerMigrate(program);
+  registerDemo(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).
