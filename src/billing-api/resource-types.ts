@@ -1,0 +1,44 @@
+/**
+ * The resource types of the billing service (spec section 2) with their canonical names, the
+ * identifier field that names them in webhooks, their warehouse name, and the default REST
+ * path. The paths are an assumption (the spec does not show resource endpoints; DESIGN.md
+ * gives these defaults) and can be overridden per type.
+ */
+export const RESOURCE_TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'] as const;
+
+export type ResourceType = (typeof RESOURCE_TYPES)[number];
+
+export interface ResourceTypeInfo {
+  /** snake_case name used by the warehouse views: `<table>_history`, `<table>_current`. */
+  table: string;
+  /** Default path under {base_url}/api/v1/, without the id. */
+  path: string;
+}
+
+export const RESOURCE_TYPE_INFO: Readonly<Record<ResourceType, ResourceTypeInfo>> = Object.freeze({
+  Contract: { table: 'contract', path: 'Contracts' },
+  Customer: { table: 'customer', path: 'Customers' },
+  Order: { table: 'order', path: 'Orders' },
+  Invoice: { table: 'invoice', path: 'Invoices' },
+  InvoiceDraft: { table: 'invoice_draft', path: 'InvoiceDrafts' },
+  Dunning: { table: 'dunning', path: 'Dunnings' },
+  PaymentTransaction: { table: 'payment_transaction', path: 'PaymentTransactions' },
+  PaymentEscalationProcess: { table: 'payment_escalation_process', path: 'PaymentEscalationProcesses' },
+});
+
+export function isResourceType(name: string): name is ResourceType {
+  return (RESOURCE_TYPES as readonly string[]).includes(name);
+}
+
+/** The Kafka key of a resource in the snapshot and internal topics: `<ResourceType>:<id>`. */
+export function resourceKey(type: ResourceType, id: string): string {
+  return `${type}:${id}`;
+}
+
+/** Splits a `<ResourceType>:<id>` key at the first colon (ids may contain colons). */
+export function parseResourceKey(key: string): { type: ResourceType; id: string } | undefined {
+  const at = key.indexOf(':');
+  if (at < 0) return undefined;
+  const type = key.slice(0, at);
+  return isResourceType(type) ? { type, id: key.slice(at + 1) } : undefined;
+}
