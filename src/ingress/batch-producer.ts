@@ -1,0 +1,170 @@
+import type { Kafka, Producer } from 'kafkajs';
+import { LoaderError, errorMessage } from '../errors.js';
+import { defaultPartitioner } from '../kafka/client.js';
+import type { Logger } from '../log.js';
+
+export interface BatchProducerOptions {
+  kafka: Kafka;
+  topic: string;
+  log: Logger;
+  /**
+   * Longest time one record may wait, queued or in flight, for the broker's ack; its `send` then
+   * rejects with ProduceTimeoutError. The write may still land later (see docs/INGRESS.md).
+   */
+  timeoutMs: number;
+  /** Wait before a batch goes out when no produce request is in flight, in ms (0: next event-loop turn). */
+  lingerMs: number;
+  /** Largest batch, in records and in value+key bytes (the broker refuses batches over message.max.bytes, 1 MiB by default). */
+  maxBatchMessages: number;
+  maxBatchBytes: number;
+  /** Called once per produce request with its size. */
+  onBatch?: (records: number) => void;
+}
+
+export interface KeyedValue {
+  key: string;
+  value: Buffer;
+}
+
+/**
+ * Writes records to one topic through a kafkajs idempotent producer, acks from all in-sync
+ * replicas, batching whatever concurrent callers hand over while the previous produce request is
+ * in flight. Each `send` resolves only after the broker acknowledged the batch holding its
+ * record, and rejects (retriable LoaderError) on failure or after `timeoutMs`.
+ */
+export interface BatchProducer {
+  connect(): Promise<void>;
+  send(record: KeyedValue): Promise<void>;
+  /** Waits for the queued records and the produce request in flight, at most `maxWaitMs`. */
+  drain(maxWaitMs: number): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+/** The broker did not acknowledge in time: the record may or may not be written. */
+export class ProduceTimeoutError extends LoaderError {
+  constructor(timeoutMs: number) {
+    super(`Kafka did not acknowledge the write within ${timeoutMs} ms`, { retriable: true });
+  }
+}
+
+interface Pending {
+  record: KeyedValue;
+  bytes: number;
+  settled: boolean;
+  resolve(): void;
+  reject(err: unknown): void;
+  timer?: NodeJS.Timeout;
+}
+
+export function createBatchProducer(options: BatchProducerOptions): BatchProducer {
+  const { kafka, topic, log } = options;
+  // kafkajs's idempotence rules: acks -1, retries unbounded (its default for idempotent producers;
+  // a bound "may invalidate EoS guarantees"), one request in flight per broker. Our callers are
+  // bounded by timeoutMs instead, independently of kafkajs's retries.
+  const newProducer = (): Producer =>
+    kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: { retries: Number.MAX_SAFE_INTEGER } });
+  let producer = newProducer();
+  let connected = false;
+  let queue: Pending[] = [];
+  let inFlight: Promise<void> | undefined;
+  let flushTimer: NodeJS.Timeout | undefined;
+  let flushScheduled = false;
+
+  const settle = (p: Pending, err?: unknown) => {
+    if (p.settled) return;
+    p.settled = true;
+    clearTimeout(p.timer);
+    if (err === undefined) p.resolve();
+    else p.reject(err);
+  };
+
+  const schedule = () => {
+    if (flushScheduled || inFlight || queue.length === 0) return;
+    flushScheduled = true;
+    const run = () => {
+      flushScheduled = false;
+      flushTimer = undefined;
+      flush();
+    };
+    if (options.lingerMs > 0) flushTimer = setTimeout(run, options.lingerMs);
+    else setImmediate(run);
+  };
+
+  const takeBatch = (): Pending[] => {
+    // Records whose caller already gave up (timeout) are dropped here, never written.
+    queue = queue.filter((p) => !p.settled);
+    let bytes = 0;
+    let count = 0;
+    while (count < queue.length && count < options.maxBatchMessages) {
+      const next = queue[count] as Pending;
+      if (count > 0 && bytes + next.bytes > options.maxBatchBytes) break;
+      bytes += next.bytes;
+      count++;
+    }
+    return queue.splice(0, count);
+  };
+
+  const flush = () => {
+    if (inFlight) return;
+    const batch = takeBatch();
+    if (batch.length === 0) return;
+    inFlight = produce(batch).finally(() => {
+      inFlight = undefined;
+      schedule();
+    });
+  };
+
+  const produce = async (batch: Pending[]): Promise<void> => {
+    options.onBatch?.(batch.length);
+    try {
+      if (!connected) await reconnect();
+      await producer.send({ topic, acks: -1, timeout: options.timeoutMs, messages: batch.map((p) => p.record) });
+      for (const p of batch) settle(p);
+    } catch (err) {
+      log.warn('kafka write failed', { topic, records: batch.length, err: errorMessage(err) });
+      // kafkajs rolls its sequence numbers back when a produce request fails. If that request did
+      // reach the log (only its answer was lost), the next batch would reuse its sequence numbers
+      // and the broker would drop it as a duplicate while acknowledging it: an acked loss. A fresh
+      // producer (new producer id) before the next batch rules that out; a duplicate is harmless.
+      connected = false;
+      const failure = new LoaderError(`Kafka write failed: ${errorMessage(err)}`, { retriable: true, cause: err });
+      for (const p of batch) settle(p, failure);
+    }
+  };
+
+  const reconnect = async () => {
+    const old = producer;
+    producer = newProducer();
+    await old.disconnect().catch((err: unknown) => log.debug('closing the previous producer failed', { err: errorMessage(err) }));
+    await producer.connect();
+    connected = true;
+  };
+
+  return {
+    async connect() {
+      await producer.connect();
+      connected = true;
+    },
+    send(record) {
+      return new Promise<void>((resolve, reject) => {
+        const pending: Pending = { record, bytes: record.value.length + Buffer.byteLength(record.key), settled: false, resolve, reject };
+        pending.timer = setTimeout(() => settle(pending, new ProduceTimeoutError(options.timeoutMs)), options.timeoutMs);
+        queue.push(pending);
+        schedule();
+      });
+    },
+    async drain(maxWaitMs) {
+      const deadline = Date.now() + maxWaitMs;
+      while ((inFlight || queue.some((p) => !p.settled)) && Date.now() < deadline) {
+        const tick = new Promise<void>((resolve) => setTimeout(resolve, 10));
+        await Promise.race([inFlight ?? tick, tick]);
+      }
+    },
+    async disconnect() {
+      if (flushTimer) clearTimeout(flushTimer);
+      for (const p of queue) settle(p, new LoaderError('the producer was closed before this record was sent', { retriable: true }));
+      queue = [];
+      await producer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,162 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type Express } from 'express';
+import type { Admin, Kafka } from 'kafkajs';
+import type { Registry as MetricsRegistry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Health } from '../health.js';
+import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
+import type { Running } from '../lifecycle.js';
+import type { Logger } from '../log.js';
+import { mountOpsRoutes } from '../ops-server.js';
+import type { Registry } from '../registry/registry.js';
+import { createBatchProducer, type BatchProducer } from './batch-producer.js';
+import { createIngressMetrics } from './ingress-metrics.js';
+import { WEBHOOK_SCHEMA_FILE } from './webhook-record.js';
+import { webhookRoute } from './webhook-route.js';
+
+export interface IngressDeps {
+  log: Logger;
+  kafka: Kafka;
+  registry: Registry;
+  health: Health;
+  /** The process's shared Prometheus registry (src/metrics.ts). */
+  metrics: MetricsRegistry;
+}
+
+/** The configuration the ingress reads, plus tuning knobs that have sound defaults. */
+export type IngressConfig = Pick<Config, 'topicPrefix' | 'ingressPort' | 'ingressToken' | 'ingressMaxBodyBytes'> & {
+  /** Interface to listen on. Default 0.0.0.0. */
+  host?: string;
+  /** Longest wait for the broker's ack before answering 503, in ms. Default 5000. */
+  produceTimeoutMs?: number;
+  /** Linger before a batch goes out when no produce request is in flight, in ms. Default 0. */
+  lingerMs?: number;
+  /** Largest produce request, in records. Default 500. */
+  maxBatchMessages?: number;
+};
+
+export interface RunningIngress extends Running {
+  /** The port actually bound (differs from the configured one when that is 0). */
+  port: number;
+  /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 */
+  url: string;
+}
+
+/** Batches stay below the broker's default message.max.bytes (1 MiB) with room for framing. */
+const MAX_BATCH_BYTES = 900_000;
+
+/**
+ * Starts the ingress: creates the webhooks topic if missing, registers the record schema,
+ * connects the producer, then serves POST /webhooks and the ops routes. `stop` answers 503 to
+ * new webhooks and to /readyz, waits for the webhooks being handled, then closes everything.
+ */
+export async function startIngress(deps: IngressDeps, config: IngressConfig): Promise<RunningIngress> {
+  const log = deps.log.child({ component: 'ingress' });
+  const topic = topicNames(config.topicPrefix).webhooks;
+  const produceTimeoutMs = config.produceTimeoutMs ?? 5000;
+
+  const admin = deps.kafka.admin();
+  await admin.connect();
+  let producer: BatchProducer | undefined;
+  try {
+    await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
+    const schemaId = await deps.registry.registerFile(`${topic}-value`, WEBHOOK_SCHEMA_FILE);
+    const metrics = createIngressMetrics(deps.metrics);
+    producer = createBatchProducer({
+      kafka: deps.kafka,
+      topic,
+      log,
+      timeoutMs: produceTimeoutMs,
+      lingerMs: config.lingerMs ?? 0,
+      maxBatchMessages: config.maxBatchMessages ?? 500,
+      maxBatchBytes: MAX_BATCH_BYTES,
+      onBatch: (records) => metrics.batchSize.observe(records),
+    });
+    await producer.connect();
+    addReadinessChecks(deps, admin, topic);
+
+    let stopping = false;
+    const inFlight = new Set<Promise<void>>();
+    const app = express();
+    app.disable('x-powered-by');
+    app.use((_req, res, next) => {
+      // While stopping, no connection is kept alive: server.close() can then finish.
+      if (stopping) res.setHeader('Connection', 'close');
+      next();
+    });
+    mountOpsRoutes(app, deps);
+    const route = webhookRoute({
+      log,
+      producer,
+      metrics,
+      encode: (record) => deps.registry.encode(schemaId, record),
+      maxBodyBytes: config.ingressMaxBodyBytes,
+      token: config.ingressToken,
+      isStopping: () => stopping,
+    });
+    const tracked: typeof route = (req, res, next) => {
+      const done = Promise.resolve(route(req, res, next)).then(() => undefined);
+      inFlight.add(done);
+      void done.finally(() => inFlight.delete(done));
+      return done;
+    };
+    app.post(config.ingressToken === undefined ? '/webhooks' : '/webhooks/:token', tracked);
+    mountNotFound(app);
+
+    const server = await listen(app, config.ingressPort, config.host ?? '0.0.0.0');
+    const port = (server.address() as AddressInfo).port;
+    log.info('ingress listening', { port, topic, schemaId, tokenInPath: config.ingressToken !== undefined });
+
+    const openProducer = producer;
+    return {
+      port,
+      url: `http://127.0.0.1:${port}`,
+      async stop() {
+        stopping = true;
+        deps.health.setCondition('ingress', 'shutting down');
+        log.info('ingress stopping: new webhooks get 503, finishing the ones in flight', { inFlight: inFlight.size });
+        await Promise.allSettled([...inFlight]);
+        await openProducer.drain(produceTimeoutMs);
+        await closeServer(server);
+        await openProducer.disconnect();
+        await admin.disconnect();
+      },
+    };
+  } catch (err) {
+    await producer?.disconnect().catch(() => undefined);
+    await admin.disconnect();
+    throw err;
+  }
+}
+
+/** Readiness: the broker answers metadata for the topic, and the registry answers. */
+function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): void {
+  deps.health.addCheck('ingress.kafka', async () => {
+    await admin.fetchTopicMetadata({ topics: [topic] });
+  });
+  deps.health.addCheck('ingress.schema-registry', () => deps.registry.ping());
+}
+
+/** Every other path: the same 404 as a wrong token, so probing reveals nothing. */
+function mountNotFound(app: Express): void {
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'not found' });
+  });
+}
+
+function listen(app: Express, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
+    // A client that trickles its body cannot hold a connection (and a webhook) forever.
+    server.requestTimeout = 30_000;
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    // Idle keep-alive connections would hold close() open until they time out.
+    server.closeIdleConnections();
+  });
+}

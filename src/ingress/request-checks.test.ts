@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { isJsonContentType, tokenMatches } from './request-checks.js';
+
+describe('isJsonContentType', () => {
+  it.each(['application/json', 'Application/JSON', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/vnd.billing+json'])('accepts %s', (header) => {
+    expect(isJsonContentType(header)).toBe(true);
+  });
+
+  it.each([undefined, '', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonp', 'text/json', 'application/json; charset=latin1'])('rejects %s', (header) => {
+    expect(isJsonContentType(header)).toBe(false);
+  });
+});
+
+describe('tokenMatches', () => {
+  const token = 'a-secret-token-0123456789';
+  it('matches only the exact token', () => {
+    expect(tokenMatches(token, token)).toBe(true);
+    expect(tokenMatches(token, token.toUpperCase())).toBe(false);
+    expect(tokenMatches(token, token.slice(0, -1))).toBe(false);
+    expect(tokenMatches(token, `${token}x`)).toBe(false);
+    expect(tokenMatches(token, '')).toBe(false);
+  });
+});

@@ -1,0 +1,27 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Whether a Content-Type header announces JSON the ingress can read: `application/json` or a
+ * `+json` type, in UTF-8 (the only charset RFC 8259 allows between systems) when a charset is given.
+ */
+export function isJsonContentType(header: string | undefined): boolean {
+  if (!header) return false;
+  const [mediaType = '', ...params] = header.split(';');
+  const media = mediaType.trim().toLowerCase();
+  if (media !== 'application/json' && !/^application\/[a-z0-9.!#$&^_-]+\+json$/.test(media)) return false;
+  for (const param of params) {
+    const [name = '', value = ''] = param.split('=').map((s) => s.trim().toLowerCase());
+    if (name === 'charset' && !['utf-8', 'utf8', '"utf-8"', '"utf8"'].includes(value)) return false;
+  }
+  return true;
+}
+
+/**
+ * Compares the token of a request with the configured one in constant time. Both are hashed
+ * first, so the buffers timingSafeEqual compares always have the same length and neither the
+ * token's characters nor its length leak through response timing.
+ */
+export function tokenMatches(expected: string, given: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+  return timingSafeEqual(digest(expected), digest(given));
+}

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { BatchProducer } from './batch-producer.js';
+import type { IngressMetrics } from './ingress-metrics.js';
+import { parseWebhook } from './parse-webhook.js';
+import { readBody } from './read-body.js';
+import { recordKey } from './record-key.js';
+import { isJsonContentType, tokenMatches } from './request-checks.js';
+import { toWebhookRecord, type WebhookRecord } from './webhook-record.js';
+
+export interface WebhookRouteDeps {
+  log: Logger;
+  producer: BatchProducer;
+  /** Avro-encodes a record in the Confluent wire format under the registered schema. */
+  encode(record: WebhookRecord): Promise<Buffer>;
+  metrics: IngressMetrics;
+  maxBodyBytes: number;
+  /** The secret path segment, when configured; the route then has a `:token` parameter. */
+  token: string | undefined;
+  /** True once shutdown began: new webhooks get 503 so the sender retries elsewhere or later. */
+  isStopping(): boolean;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * POST /webhooks[/<token>] (INTERFACE.md section 3). The 200 goes out only after the broker
+ * acknowledged the record; every rejection is `{"error": ...}` and writes nothing. Logs carry
+ * the event name, identifiers and event_id only: never the body, the token or header values.
+ */
+export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
+  const { log, metrics } = deps;
+  const reply = (res: Response, status: number, body: object) => {
+    metrics.requests.inc({ status: String(status) });
+    res.status(status).json(body);
+  };
+
+  return async (req: Request, res: Response) => {
+    metrics.inFlight.inc();
+    try {
+      await handle(req, res);
+    } catch (err) {
+      // Only a bug gets here (parsing and Kafka failures are answered inside handle).
+      log.error('webhook handling failed', { err: errorMessage(err) });
+      if (!res.headersSent) reply(res, 500, { error: 'internal error' });
+    } finally {
+      metrics.inFlight.dec();
+    }
+  };
+
+  async function handle(req: Request, res: Response): Promise<void> {
+    const given = (req.params as { token?: string }).token;
+    if (deps.token !== undefined && !tokenMatches(deps.token, given ?? '')) return reply(res, 404, { error: 'not found' });
+    if (deps.isStopping()) return reply(res, 503, { error: 'the ingress is shutting down; retry later' });
+    if (!isJsonContentType(req.headers['content-type'])) return reply(res, 415, { error: 'Content-Type must be application/json (UTF-8)' });
+
+    let read;
+    try {
+      read = await readBody(req, deps.maxBodyBytes);
+    } catch {
+      metrics.requests.inc({ status: 'aborted' });
+      return;
+    }
+    if (!read.ok) {
+      // The rest of an oversized body is not worth reading: close the connection after the answer.
+      res.setHeader('Connection', 'close');
+      return reply(res, 413, { error: `body is larger than ${deps.maxBodyBytes} bytes` });
+    }
+    const receivedAtMs = Date.now();
+    metrics.receivedBytes.inc(read.body.length);
+
+    let text: string;
+    try {
+      text = utf8.decode(read.body);
+    } catch {
+      return reply(res, 400, { error: 'body is not valid UTF-8' });
+    }
+    const parsed = parseWebhook(text);
+    if (!parsed.ok) {
+      log.debug('webhook rejected', { reason: parsed.error });
+      return reply(res, 400, { error: parsed.error });
+    }
+
+    const eventId = randomUUID();
+    const key = recordKey(parsed.webhook.fields, eventId);
+    const value = await deps.encode(toWebhookRecord(parsed.webhook, { eventId, receivedAtMs, body: text }));
+    const ids = { event: parsed.webhook.event, event_id: eventId, key };
+    const endTimer = metrics.produceSeconds.startTimer();
+    try {
+      await deps.producer.send({ key, value });
+    } catch (err) {
+      endTimer({ outcome: 'error' });
+      log.warn('webhook not persisted, answered 503', { ...ids, err: errorMessage(err) });
+      return reply(res, 503, { error: `the event could not be persisted: ${errorMessage(err)}; retry later` });
+    }
+    endTimer({ outcome: 'ok' });
+    log.debug('webhook accepted', ids);
+    reply(res, 200, { event_id: eventId });
+  }
+}
