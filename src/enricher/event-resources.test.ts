@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
+import type { WebhookRecord } from './webhook-record.js';
+
+const record = (event: string, fields: Partial<WebhookRecord> = {}): WebhookRecord => ({
+  event_id: '00000000-0000-4000-8000-000000000000',
+  event,
+  received_at: 0,
+  body: '{}',
+  contract_id: null,
+  customer_id: null,
+  order_id: null,
+  invoice_id: null,
+  old_invoice_id: null,
+  new_invoice_id: null,
+  old_invoice_draft_id: null,
+  new_invoice_draft_id: null,
+  dunning_id: null,
+  payment_transaction_id: null,
+  payment_escalation_process_id: null,
+  extra_fields: '{}',
+  ...fields,
+});
+
+const all = {
+  contract_id: 'C',
+  customer_id: 'U',
+  order_id: 'O',
+  invoice_id: 'I',
+  old_invoice_id: 'IO',
+  new_invoice_id: 'IN',
+  old_invoice_draft_id: 'DO',
+  new_invoice_draft_id: 'DN',
+  dunning_id: 'D',
+  payment_transaction_id: 'T',
+  payment_escalation_process_id: 'E',
+};
+
+const refs = (event: string, fields: Partial<WebhookRecord> = all) => resourcesOf(record(event, fields)).map((r) => `${r.type}:${r.id}`);
+
+describe('resourcesOf (DESIGN.md event table)', () => {
+  it('covers the events of spec 6.2: its table has 25 (the issues say 26, a miscount)', () => {
+    expect(KNOWN_EVENTS).toHaveLength(25);
+  });
+  it.each([
+    ['OrderSucceeded', ['Order:O', 'Contract:C']],
+    ...['ContractCreated', 'ContractChanged', 'ContractCancelled', 'RecurringBillingApproaching', 'TrialEndApproaching', 'AccountCreated', 'PaymentBearerExpiring', 'PaymentBearerExpired', 'PaymentDataChanged', 'PaymentProcessStatusChanged', 'PaymentRegistered'].map((e) => [e, ['Contract:C']]),
+    ...['CustomerCreated', 'CustomerChanged', 'CustomerDeleted', 'CustomerLocked', 'CustomerUnlocked'].map((e) => [e, ['Customer:U']]),
+    ['DunningCreated', ['Dunning:D']],
+    ['InvoiceCreated', ['Invoice:I']],
+    ['InvoiceCorrected', ['InvoiceDraft:DO', 'InvoiceDraft:DN', 'Invoice:IO', 'Invoice:IN']],
+    ['DebitAuthCancelled', ['Contract:C', 'Customer:U']],
+    ['PaymentEscalationReset', ['Contract:C', 'Customer:U']],
+    ['PaymentEscalated', ['Contract:C', 'Customer:U', 'PaymentEscalationProcess:E']],
+    ['PaymentFailed', ['PaymentTransaction:T']],
+    ['PaymentSucceeded', ['PaymentTransaction:T']],
+  ] as [string, string[]][])('%s fetches %j', (event, expected) => {
+    expect(refs(event)).toEqual(expected);
+  });
+
+  it('InvoiceCorrected without the deprecated invoice ids fetches only the drafts', () => {
+    expect(refs('InvoiceCorrected', { old_invoice_draft_id: 'DO', new_invoice_draft_id: 'DN' })).toEqual(['InvoiceDraft:DO', 'InvoiceDraft:DN']);
+  });
+
+  it('an unknown event fetches every <KnownType>Id it carries, named or extra, in any case, but never YourCustomerId', () => {
+    const r = record('SomethingNew', { contract_id: 'C', extra_fields: JSON.stringify({ yourcustomerid: 'mine', INVOICEDRAFTID: 'X', NewDunningId: 'Y', Note: 'n', OrderId: 7 }) });
+    expect(resourcesOf(r).map((x) => `${x.type}:${x.id}`)).toEqual(['Contract:C', 'InvoiceDraft:X', 'Dunning:Y']);
+  });
+
+  it('an unknown event without identifiers refers to nothing (it is only recorded)', () => {
+    expect(refs('SomethingNew', {})).toEqual([]);
+  });
+
+  it('names each resource once even when two fields carry the same id', () => {
+    expect(refs('InvoiceCorrected', { old_invoice_draft_id: 'D', new_invoice_draft_id: 'D' })).toEqual(['InvoiceDraft:D']);
+  });
+});
