@@ -1,3 +1,4 @@
+import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 import { defaultStackDir, readStackPorts, stackConnectionSettings } from './stack/settings.js';
@@ -96,6 +97,13 @@ function urlSegment(raw: string): string {
   return raw;
 }
 
+/** A path under {base_url}/api/v1/: segments of URL-safe characters, no '.' or '..' segment. */
+function apiPath(raw: string): string {
+  const segments = raw.replace(/^\/+|\/+$/g, '').split('/');
+  if (!segments.every((s) => /^[A-Za-z0-9._~-]+$/.test(s) && s !== '.' && s !== '..')) throw new Invalid(`expected a path such as Contracts (URL-safe segments, no '.' or '..'), got '${raw}'`);
+  return segments.join('/');
+}
+
 function logLevel(raw: string): LogLevel {
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Invalid(`expected one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
   return raw as LogLevel;
@@ -113,6 +121,19 @@ export const options = {
   billingClientSecret: optional({ env: 'BILLING_CLIENT_SECRET', description: 'OAuth 2.0 client secret (client credentials grant)', parse: str, secret: true }),
   billingUsername: optional({ env: 'BILLING_USERNAME', description: 'user e-mail for the resource owner password grant', parse: str }),
   billingPassword: optional({ env: 'BILLING_PASSWORD', description: 'user password for the resource owner password grant', parse: str, secret: true }),
+  billingApiRequestsPerSecond: defaulted({ env: 'BILLING_API_REQUESTS_PER_SECOND', description: 'request budget: most requests per second sent to the billing service, token requests included; keep it below the service limit', defaultText: '20', default: () => 20, parse: positiveInt }),
+  billingApiBurst: optional({ env: 'BILLING_API_BURST', description: 'request budget: requests allowed at once after an idle period (default: one second of BILLING_API_REQUESTS_PER_SECOND)', parse: positiveInt }),
+  billingApiMaxConcurrency: defaulted({ env: 'BILLING_API_MAX_CONCURRENCY', description: 'request budget: most billing API requests in flight at once', defaultText: '8', default: () => 8, parse: positiveInt }),
+  billingApiTimeoutMs: defaulted({ env: 'BILLING_API_TIMEOUT_MS', description: 'time limit of one billing API request, in milliseconds', defaultText: '10000', default: () => 10_000, parse: positiveInt }),
+  billingApiMaxAttempts: defaulted({ env: 'BILLING_API_MAX_ATTEMPTS', description: 'attempts per billing API call (429, 5xx, timeouts) before the call fails as retriable', defaultText: '6', default: () => 6, parse: positiveInt }),
+  billingPathContract: defaulted({ env: 'BILLING_PATH_CONTRACT', description: 'path of contracts under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Contract.path, default: () => RESOURCE_TYPE_INFO.Contract.path, parse: apiPath }),
+  billingPathCustomer: defaulted({ env: 'BILLING_PATH_CUSTOMER', description: 'path of customers under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Customer.path, default: () => RESOURCE_TYPE_INFO.Customer.path, parse: apiPath }),
+  billingPathOrder: defaulted({ env: 'BILLING_PATH_ORDER', description: 'path of orders under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Order.path, default: () => RESOURCE_TYPE_INFO.Order.path, parse: apiPath }),
+  billingPathInvoice: defaulted({ env: 'BILLING_PATH_INVOICE', description: 'path of invoices under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Invoice.path, default: () => RESOURCE_TYPE_INFO.Invoice.path, parse: apiPath }),
+  billingPathInvoiceDraft: defaulted({ env: 'BILLING_PATH_INVOICE_DRAFT', description: 'path of invoice drafts under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.InvoiceDraft.path, default: () => RESOURCE_TYPE_INFO.InvoiceDraft.path, parse: apiPath }),
+  billingPathDunning: defaulted({ env: 'BILLING_PATH_DUNNING', description: 'path of dunnings under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Dunning.path, default: () => RESOURCE_TYPE_INFO.Dunning.path, parse: apiPath }),
+  billingPathPaymentTransaction: defaulted({ env: 'BILLING_PATH_PAYMENT_TRANSACTION', description: 'path of payment transactions under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentTransaction.path, default: () => RESOURCE_TYPE_INFO.PaymentTransaction.path, parse: apiPath }),
+  billingPathPaymentEscalationProcess: defaulted({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path of payment escalation processes under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, default: () => RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, parse: apiPath }),
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
   ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
