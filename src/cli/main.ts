@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
 import { registerDemo } from './demo-command.js';
 import { registerMigrate } from './migrate-command.js';
+import { registerSimulate } from './simulate-command.js';
 import { registerStack } from './stack-command.js';
 
 /**
@@ -15,6 +16,7 @@ export async function main(argv: string[]): Promise<number> {
     .exitOverride();
   registerStack(program);
   registerMigrate(program);
+  registerSimulate(program);
   registerDemo(program);
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -28,7 +28,8 @@ export function addDays(date: Date, days: number): Date {
   return new Date(date.getTime() + days * DAY_MS);
 }
 
-/** Money with two decimals, as JSON numbers. */
+/** Money with two decimals, as JSON numbers; never -0 (it serialises as 0, so a body would not round-trip). */
 export function money(amount: number): number {
-  return Math.round(amount * 100) / 100;
+  const v = Math.round(amount * 100) / 100;
+  return v === 0 ? 0 : v;
 }

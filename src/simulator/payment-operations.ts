@@ -148,7 +148,7 @@ export class PaymentOperations {
     this.ctx.store.update('Contract', contractId, (b) => {
       b.EscalationStatus = 'Escalated';
       b.PaymentEscalationProcessId = id;
-      b.Balance = -outstanding;
+      b.Balance = money(-outstanding);
     });
     const customer = this.ctx.store.get('Customer', String(c.CustomerId));
     this.ctx.emit({
@@ -212,7 +212,7 @@ export class PaymentOperations {
     }
     const remaining = money(this.unpaid(contractId).reduce((n, r) => n + r.amount, 0));
     this.ctx.store.update('Contract', contractId, (c) => {
-      c.Balance = -remaining;
+      c.Balance = money(-remaining);
       c.LastPaymentRegisteredAmount = money(paid);
     });
     this.ctx.emit({ Event: 'PaymentRegistered', ContractId: contractId });

@@ -50,7 +50,7 @@ export class TruthStore {
     const ids = this.order.get(type) ?? [];
     ids.push(id);
     this.order.set(type, ids);
-    this.append(entry, structuredClone(body), false);
+    this.append(entry, asJson(body), false);
     return body;
   }
 
@@ -59,8 +59,9 @@ export class TruthStore {
     const entry = this.live(type, id);
     const next = structuredClone(entry.states.at(-1)?.body ?? {});
     change(next);
-    if (JSON.stringify(next) !== JSON.stringify(entry.states.at(-1)?.body)) this.append(entry, next, false);
-    return next;
+    const stored = asJson(next);
+    if (JSON.stringify(stored) !== JSON.stringify(entry.states.at(-1)?.body)) this.append(entry, stored, false);
+    return stored;
   }
 
   delete(type: ResourceType, id: string): void {
@@ -118,4 +119,9 @@ export class TruthStore {
 
 function keyOf(type: ResourceType, id: string): string {
   return `${type}:${id}`;
+}
+
+/** Stores what the API will serialise, so the truth equals what a client reads (no undefined, no -0). */
+function asJson(body: ResourceBody): ResourceBody {
+  return JSON.parse(JSON.stringify(body)) as ResourceBody;
 }
