@@ -33,7 +33,8 @@ describe('token endpoint, client credentials grant (spec 4.1)', () => {
   });
 
   it('answers 401 invalid_client with WWW-Authenticate without or with wrong Basic credentials', async () => {
-    for (const headers of [{}, { authorization: basic('app-1', 'wrong') }, { authorization: basic('other', 's3cret:with colon') }]) {
+    const attempts: Array<Record<string, string>> = [{}, { authorization: basic('app-1', 'wrong') }, { authorization: basic('other', 's3cret:with colon') }];
+    for (const headers of attempts) {
       const r = await token({ grant_type: 'client_credentials' }, headers);
       expect(r.status).toBe(401);
       expect(r.body.error).toBe('invalid_client');
