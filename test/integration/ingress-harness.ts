@@ -39,12 +39,13 @@ export interface TestIngress {
 /** An ingress on a free loopback port, against the real test Kafka and registry, with its own topics. */
 export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env: Record<string, string> = {}): Promise<TestIngress> {
   const config = testConfig(env);
+  // The token is a secret, so non-enumerable in Config: a spread leaves it out unless named.
   const log = createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'test-ingress', log });
   const registry = createRegistry(config.schemaRegistryUrl);
   const health = createHealth();
   const metrics = createMetrics();
-  const ingress = await startIngress({ log, kafka, registry, health, metrics }, { ...config, ingressPort: 0, host: '127.0.0.1', ...tuning });
+  const ingress = await startIngress({ log, kafka, registry, health, metrics }, { ...config, ingressToken: config.ingressToken, ingressPort: 0, host: '127.0.0.1', ...tuning });
   const topic = topicNames(config.topicPrefix).webhooks;
   let stopped = false;
 

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestIngress, type TestIngress } from './ingress-harness.js';
+
+const TOKEN = 'test-token-0123456789abcdef';
+let t: TestIngress;
+beforeAll(async () => {
+  t = await startTestIngress({}, { INGRESS_TOKEN: TOKEN, INGRESS_MAX_BODY_BYTES: '1024' });
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+const path = `/webhooks/${TOKEN}`;
+
+// Each case: what is sent, the status INTERFACE.md section 3 gives it, and a word the error must name.
+const cases: { name: string; body: string; status: number; error: RegExp; contentType?: string | null; path?: string }[] = [
+  { name: 'malformed JSON', body: '{"Event": "ContractChanged", ', status: 400, error: /not valid JSON/ },
+  { name: 'a JSON array', body: '[{"Event":"ContractChanged","ContractId":"c1"}]', status: 400, error: /JSON object, got an array/ },
+  { name: 'a JSON scalar', body: '"ContractChanged"', status: 400, error: /JSON object, got a string/ },
+  { name: 'missing Event', body: '{"ContractId":"c1"}', status: 400, error: /missing field Event/ },
+  { name: 'non-string Event', body: '{"Event":["ContractChanged"]}', status: 400, error: /Event must be a string/ },
+  { name: 'a numeric identifier', body: '{"Event":"ContractChanged","ContractId":42}', status: 400, error: /ContractId must be a string, got a number/ },
+  { name: 'an object identifier', body: '{"Event":"CustomerChanged","customerId":{"id":"k1"}}', status: 400, error: /CustomerId must be a string, got an object/ },
+  { name: 'a null identifier', body: '{"Event":"OrderSucceeded","ContractId":"c1","OrderId":null}', status: 400, error: /OrderId must be a string, got null/ },
+  { name: 'TriggerDays not an integer', body: '{"Event":"PaymentEscalated","ContractId":"c1","TriggerDays":2.5}', status: 400, error: /TriggerDays must be an integer/ },
+  { name: 'TriggerDays as a string', body: '{"Event":"PaymentEscalated","ContractId":"c1","TriggerDays":"5"}', status: 400, error: /TriggerDays must be an integer/ },
+  { name: 'an identifier over 256 characters', body: JSON.stringify({ Event: 'ContractChanged', ContractId: 'c'.repeat(257) }), status: 400, error: /longer than 256/ },
+  { name: 'an identifier with a control character', body: JSON.stringify({ Event: 'ContractChanged', ContractId: 'c1\u0007' }), status: 400, error: /control characters/ },
+  { name: 'invalid UTF-8', body: '', status: 400, error: /not valid UTF-8/ },
+  { name: 'a body over the limit', body: JSON.stringify({ Event: 'ContractChanged', ContractId: 'c1', Padding: 'x'.repeat(2000) }), status: 413, error: /larger than 1024 bytes/ },
+  { name: 'a body of 4 MiB', body: JSON.stringify({ Event: 'ContractChanged', ContractId: 'c1', Padding: 'x'.repeat(4 * 1024 * 1024) }), status: 413, error: /larger than 1024 bytes/ },
+  { name: 'a text/plain content type', body: '{"Event":"ContractChanged","ContractId":"c1"}', status: 415, error: /application\/json/, contentType: 'text/plain' },
+  { name: 'no content type', body: '{"Event":"ContractChanged","ContractId":"c1"}', status: 415, error: /application\/json/, contentType: null },
+  { name: 'a form content type', body: 'Event=ContractChanged', status: 415, error: /application\/json/, contentType: 'application/x-www-form-urlencoded' },
+  { name: 'a wrong token', body: '{"Event":"ContractChanged","ContractId":"c1"}', status: 404, error: /not found/, path: `/webhooks/${TOKEN.slice(0, -1)}x` },
+  { name: 'a missing token', body: '{"Event":"ContractChanged","ContractId":"c1"}', status: 404, error: /not found/, path: '/webhooks' },
+  { name: 'a token of another length', body: '{"Event":"ContractChanged","ContractId":"c1"}', status: 404, error: /not found/, path: `/webhooks/${TOKEN}0` },
+];
+
+describe('ingress: bad input gets its status and writes nothing', () => {
+  it.each(cases)('$name: $status', async (c) => {
+    const answer =
+      c.name === 'invalid UTF-8'
+        ? await rawPost(Buffer.from([0x7b, 0x22, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]))
+        : await t.post(c.body, { path: c.path ?? path, contentType: c.contentType });
+    expect(answer.status).toBe(c.status);
+    expect(answer.body.error).toMatch(c.error);
+    expect(await t.recordCount()).toBe(0);
+  });
+
+  it('still writes a good webhook after all that (so the zero counts above mean something)', async () => {
+    const answer = await t.post({ Event: 'ContractChanged', ContractId: 'c1' }, { path });
+    expect(answer.status).toBe(200);
+    expect(await t.recordCount()).toBe(1);
+    const metrics = await t.metrics.getSingleMetricAsString('billing_loader_ingress_requests_total');
+    for (const status of ['400', '404', '413', '415']) expect(metrics).toMatch(new RegExp(`status="${status}"} [1-9]`));
+  });
+});
+
+async function rawPost(body: Buffer) {
+  const res = await fetch(`${t.ingress.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  return { status: res.status, body: (await res.json()) as { error?: string } };
+}
