@@ -1,0 +1,124 @@
+import type { Kafka } from 'kafkajs';
+import type pg from 'pg';
+import type { Registry as MetricsRegistry } from 'prom-client';
+import type { Config } from '../config.js';
+import { createPool } from '../db/pool.js';
+import type { Health } from '../health.js';
+import { createKafka, defaultPartitioner } from '../kafka/client.js';
+import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
+import type { Running } from '../lifecycle.js';
+import type { Logger } from '../log.js';
+import { createRegistry, type Registry } from '../registry/registry.js';
+import { createBatchHandler } from './batch-handler.js';
+import { createDeadLetterWriter } from './dead-letters.js';
+import { createSinkMetrics } from './sink-metrics.js';
+
+export interface SinkDeps {
+  log: Logger;
+  metrics: MetricsRegistry;
+  health: Health;
+  /** Shared clients (the `run` command); built from the configuration when absent, and then closed by stop(). */
+  kafka?: Kafka;
+  registry?: Registry;
+  pool?: pg.Pool;
+}
+
+export interface SinkOptions {
+  /** Consumer group. Default: SINK_GROUP_ID, else `<TOPIC_PREFIX>.sink`. */
+  groupId?: string;
+  /** Partitions whose batches are written at the same time (one transaction each). Default 3. */
+  partitionsConsumedConcurrently?: number;
+  /** Bytes fetched per partition per request, i.e. the batch size, in bytes. Default 4 MiB. */
+  maxBytesPerPartition?: number;
+}
+
+/** The sink's consumer group for a configuration. */
+export function sinkGroupId(config: Config): string {
+  return config.sinkGroupId ?? `${config.topicPrefix}.sink`;
+}
+
+/**
+ * The sink stage: consumes `<prefix>.snapshots` and `<prefix>.webhooks` and appends them to the
+ * warehouse in DATABASE_SCHEMA (migrated beforehand by `billing-loader migrate`). One transaction
+ * per Kafka batch; offsets committed after the COMMIT (at-least-once delivery, made exactly-once
+ * in the warehouse by idempotent writes). Records that cannot be decoded or are refused go to the
+ * DLQ matching their topic. stop() finishes the batch in flight, commits it, and closes.
+ */
+export async function startSink(deps: SinkDeps, config: Config, options: SinkOptions = {}): Promise<Running> {
+  const log = deps.log.child({ component: 'sink' });
+  const names = topicNames(config.topicPrefix);
+  const groupId = options.groupId ?? sinkGroupId(config);
+  const concurrency = options.partitionsConsumedConcurrently ?? 3;
+  const kafka = deps.kafka ?? createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-sink', log });
+  const registry = deps.registry ?? createRegistry(config.schemaRegistryUrl);
+  const pool = deps.pool ?? createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader sink', log, max: concurrency + 1 });
+  const metrics = createSinkMetrics(deps.metrics);
+  const stopping = new AbortController();
+
+  deps.health.addCheck('database', async () => {
+    await pool.query('SELECT 1');
+  });
+  deps.health.addCheck('schema-registry', () => registry.ping());
+  deps.health.setCondition('sink-consumer', 'joining the consumer group');
+
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
+  } finally {
+    await admin.disconnect();
+  }
+
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+  await producer.connect();
+  const consumer = kafka.consumer({
+    groupId,
+    maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+    maxBytes: 32 * 1024 * 1024,
+    maxWaitTimeInMs: 500,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3000,
+    // The enricher publishes snapshots in Kafka transactions: never read an aborted one.
+    readUncommitted: false,
+  });
+  consumer.on(consumer.events.GROUP_JOIN, () => deps.health.setCondition('sink-consumer', undefined));
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    log.error('sink consumer crashed', { err: payload.error, restart: payload.restart });
+    if (!payload.restart) deps.health.setCondition('sink-consumer', `consumer stopped: ${payload.error.message}`);
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [names.snapshots, names.webhooks], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: concurrency,
+    eachBatch: createBatchHandler({
+      pool,
+      registry,
+      deadLetters: createDeadLetterWriter(producer, registry, 'sink'),
+      schema: config.databaseSchema,
+      names,
+      metrics,
+      health: deps.health,
+      log,
+      stopping: stopping.signal,
+    }),
+  });
+  log.info('sink started', { groupId, topics: [names.snapshots, names.webhooks], schema: config.databaseSchema });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    stop() {
+      stopped ??= (async () => {
+        deps.health.setCondition('sink-consumer', 'stopping');
+        stopping.abort();
+        // disconnect() waits for the batch in flight, which commits before it returns.
+        await consumer.disconnect();
+        await producer.disconnect();
+        if (!deps.pool) await pool.end();
+        log.info('sink stopped', { groupId });
+      })();
+      return stopped;
+    },
+  };
+}

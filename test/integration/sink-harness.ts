@@ -1,0 +1,166 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Kafka, Producer } from 'kafkajs';
+import type pg from 'pg';
+import type { Config } from '../../src/config.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createHealth } from '../../src/health.js';
+import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
+import { ensureTopics, pipelineTopicSpecs, topicNames, type TopicNames } from '../../src/kafka/topics.js';
+import type { Running } from '../../src/lifecycle.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import { createMetrics } from '../../src/metrics.js';
+import { createRegistry, type Registry } from '../../src/registry/registry.js';
+import { startSink, type SinkOptions } from '../../src/sink/sink.js';
+
+/**
+ * What the sink's integration tests share: a migrated private schema, private topics, the
+ * snapshot schema and a minimal webhook schema (only the four fields the sink relies on; the
+ * sink decodes with the writer schema, so the ingress's fuller schema works the same), and
+ * producers that frame records the way the enricher and the ingress do.
+ */
+export interface SinkHarness {
+  config: Config;
+  names: TopicNames;
+  log: Logger;
+  pool: pg.Pool;
+  kafka: Kafka;
+  registry: Registry;
+  schema: string;
+  /** `<schema>.<name>`, quoted. */
+  table(name: string): string;
+  produceSnapshots(records: SnapshotRecord[]): Promise<void>;
+  produceWebhooks(records: WebhookRecord[]): Promise<void>;
+  produceRaw(topic: string, messages: { key: string; value: Buffer }[]): Promise<void>;
+  startSink(options?: SinkOptions): Promise<Running & { metrics: ReturnType<typeof createMetrics> }>;
+  count(sql: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface SnapshotRecord {
+  resource_type: string;
+  resource_id: string;
+  version: number;
+  fetched_at: number;
+  deleted: boolean;
+  content_hash: string;
+  body: string | null;
+  source_event_ids: string[];
+  source_events: string[];
+  sources: { topic: string; partition: number; offset: number }[];
+}
+
+export interface WebhookRecord {
+  event_id: string;
+  event: string;
+  received_at: number;
+  body: string;
+}
+
+export const MINIMAL_WEBHOOK_SCHEMA = JSON.stringify({
+  type: 'record',
+  name: 'Webhook',
+  namespace: 'test.sink',
+  fields: [
+    { name: 'event_id', type: 'string' },
+    { name: 'event', type: 'string' },
+    { name: 'received_at', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    { name: 'body', type: 'string' },
+  ],
+});
+
+export function contentHash(body: string | null): string {
+  return body === null ? 'deleted' : createHash('sha256').update(body).digest('hex');
+}
+
+/** A snapshot record; `body` an object (serialised) or null for a deletion. */
+export function snapshot(type: string, id: string, version: number, body: object | null, extra: Partial<SnapshotRecord> = {}): SnapshotRecord {
+  const text = body === null ? null : JSON.stringify(body);
+  return {
+    resource_type: type,
+    resource_id: id,
+    version,
+    fetched_at: Date.UTC(2025, 0, 1) + version * 60_000,
+    deleted: body === null,
+    content_hash: contentHash(text),
+    body: text,
+    source_event_ids: [],
+    source_events: [],
+    sources: [],
+    ...extra,
+  };
+}
+
+export function webhook(event: string, body: object, receivedAt = Date.now()): WebhookRecord {
+  return { event_id: randomUUID(), event, received_at: receivedAt, body: JSON.stringify({ Event: event, ...body }) };
+}
+
+export async function createSinkHarness(config: Config): Promise<SinkHarness> {
+  const log = createLogger(config.logLevel);
+  const names = topicNames(config.topicPrefix);
+  const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'sink-test', log });
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'sink-test', log });
+  const registry = createRegistry(config.schemaRegistryUrl);
+  const schema = config.databaseSchema;
+  await migrate(pool, { schema, log });
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
+  await admin.disconnect();
+  const snapshotSchemaId = await registry.registerFile(`${names.snapshots}-value`, 'resource-snapshot.avsc');
+  const webhookSchemaId = await registry.register(`${names.webhooks}-value`, MINIMAL_WEBHOOK_SCHEMA);
+  let producer: Producer | undefined;
+  const connected = async () => {
+    if (!producer) {
+      producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+      await producer.connect();
+    }
+    return producer;
+  };
+  const sinks: Running[] = [];
+  return {
+    config,
+    names,
+    log,
+    pool,
+    kafka,
+    registry,
+    schema,
+    table: (name) => `${quoteIdent(schema)}.${quoteIdent(name)}`,
+    async produceSnapshots(records) {
+      const messages = await Promise.all(records.map(async (r) => ({ key: `${r.resource_type}:${r.resource_id}`, value: await registry.encode(snapshotSchemaId, r) })));
+      await (await connected()).send({ topic: names.snapshots, acks: -1, messages });
+    },
+    async produceWebhooks(records) {
+      const messages = await Promise.all(records.map(async (r) => ({ key: r.event_id, value: await registry.encode(webhookSchemaId, r) })));
+      await (await connected()).send({ topic: names.webhooks, acks: -1, messages });
+    },
+    async produceRaw(topic, messages) {
+      await (await connected()).send({ topic, acks: -1, messages });
+    },
+    async startSink(options) {
+      const metrics = createMetrics();
+      const sink = await startSink({ log, metrics, health: createHealth() }, config, options);
+      sinks.push(sink);
+      return { stop: () => sink.stop(), metrics };
+    },
+    async count(sql) {
+      const { rows } = await pool.query<{ n: string }>(sql);
+      return Number(rows[0]?.n ?? 0);
+    },
+    async close() {
+      await Promise.all(sinks.map((s) => s.stop()));
+      await producer?.disconnect();
+      await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+      await pool.end();
+    },
+  };
+}
+
+/** The value of one counter (summed over its labels, or for the given labels). */
+export async function metricValue(metrics: ReturnType<typeof createMetrics>, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = metrics.getSingleMetric(name);
+  if (!metric) return 0;
+  const { values } = await metric.get();
+  return values.filter((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val)).reduce((sum, v) => sum + v.value, 0);
+}
