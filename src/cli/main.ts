@@ -3,6 +3,7 @@ import { UserError, errorMessage } from '../errors.js';
 import { registerDemo } from './demo-command.js';
 import { registerMigrate } from './migrate-command.js';
 import { registerSimulate } from './simulate-command.js';
+import { registerSink } from './sink-command.js';
 import { registerStack } from './stack-command.js';
 
 /**
@@ -18,6 +19,7 @@ export async function main(argv: string[]): Promise<number> {
   registerMigrate(program);
   registerSimulate(program);
   registerDemo(program);
+  registerSink(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).
