@@ -128,7 +128,7 @@ export async function runSimulate(opts: SimulateOptions, io: { log: Logger; prin
   io.print(`BILLING_CLIENT_SECRET=${sim.clientSecret}`);
   if (opts.scenario !== 'none') {
     sim.runScenario({ name: opts.scenario as (typeof SCENARIO_NAMES)[number], customers: opts.customers, stepDelayMs: opts.stepDelayMs, loop: opts.loop }).then(
-      (result) => io.log.info('scenario done; still serving until stopped', { ...result }),
+      () => io.log.info('still serving until stopped'),
       (err: unknown) => io.log.error('scenario failed; still serving until stopped', { err }),
     );
   }
