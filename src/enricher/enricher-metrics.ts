@@ -1,0 +1,25 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** The enricher's metrics (prefix billing_loader_enricher_), registered on the process registry. */
+export function createEnricherMetrics(registry: Registry) {
+  const p = 'billing_loader_enricher_';
+  return {
+    webhooksRouted: new Counter({ name: `${p}webhooks_total`, help: 'Webhook records read, by event (unknown events share one label)', labelNames: ['event'], registers: [registry] }),
+    requests: new Counter({ name: `${p}fetch_requests_total`, help: 'Fetch requests consumed (one per resource a webhook refers to, plus contract-to-customer follow-ups)', registers: [registry] }),
+    fetches: new Counter({ name: `${p}fetches_total`, help: 'Resource fetches made, by type and outcome (found, gone, prefetched)', labelNames: ['type', 'outcome'], registers: [registry] }),
+    coalesced: new Counter({ name: `${p}coalesced_requests_total`, help: 'Requests answered by a fetch made for another request of the same resource', registers: [registry] }),
+    versions: new Counter({ name: `${p}versions_total`, help: 'New versions published, by type and whether they record a deletion', labelNames: ['type', 'deleted'], registers: [registry] }),
+    unchanged: new Counter({ name: `${p}unchanged_total`, help: 'Fetches whose content equals the latest version (no version published)', labelNames: ['type'], registers: [registry] }),
+    deadLetters: new Counter({ name: `${p}dead_letters_total`, help: 'Records sent to a DLQ, by topic', labelNames: ['topic'], registers: [registry] }),
+    pauses: new Counter({ name: `${p}partition_pauses_total`, help: 'Partition pauses while the billing API is unavailable or refusing our credentials', labelNames: ['reason'], registers: [registry] }),
+    freshness: new Histogram({
+      name: `${p}webhook_to_version_seconds`,
+      help: 'From webhook receipt to the transaction that published its resource state',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    lag: new Gauge({ name: `${p}consumer_lag`, help: 'Fetch requests not yet processed, by partition (as of the last batch)', labelNames: ['partition'], registers: [registry] }),
+  };
+}
+
+export type EnricherMetrics = ReturnType<typeof createEnricherMetrics>;

@@ -1,0 +1,59 @@
+import type { Kafka } from 'kafkajs';
+import type { Registry as MetricsRegistry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Health } from '../health.js';
+import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
+import type { Running } from '../lifecycle.js';
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import { createEnricherMetrics } from './enricher-metrics.js';
+import { enricherTopicSpecs, enricherTopics } from './enricher-topics.js';
+import { startFetcher } from './fetcher.js';
+import type { ResourceReader } from './resource-reader.js';
+import { startRouter } from './router.js';
+
+export interface EnricherDeps {
+  kafka: Kafka;
+  registry: Registry;
+  reader: ResourceReader;
+  log: Logger;
+  metrics: MetricsRegistry;
+  health: Health;
+}
+
+/** Consumer group of the router: reads `<prefix>.webhooks`; the group `replay --group enricher` moves. */
+export const enricherGroupId = (prefix: string) => `${prefix}.enricher`;
+/** Consumer group of the fetcher: reads the internal request topic. */
+export const fetcherGroupId = (prefix: string) => `${prefix}.enricher.fetcher`;
+
+/**
+ * The enricher: webhooks → (router) → fetch requests keyed by resource → (fetcher) → versioned
+ * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
+ * exactly one writer.
+ */
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
+  const log = deps.log.child({ component: 'enricher' });
+  const topics = topicNames(config.topicPrefix);
+  const internal = enricherTopics(config.topicPrefix);
+  const admin = deps.kafka.admin();
+  await admin.connect();
+  const specs = pipelineTopicSpecs(topics);
+  await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal)]);
+  const snapshotSchemaId = await deps.registry.registerFile(`${topics.snapshots}-value`, 'resource-snapshot.avsc');
+  const metrics = createEnricherMetrics(deps.metrics);
+  deps.health.addCheck('kafka', async () => void (await admin.describeCluster()));
+  deps.health.addCheck('schema-registry', () => deps.registry.ping());
+
+  const fetcher = await startFetcher({ ...deps, log, metrics, topics, internal, groupId: fetcherGroupId(config.topicPrefix), snapshotSchemaId, ...options });
+  const router = await startRouter({ ...deps, log, metrics, topics, internal, groupId: enricherGroupId(config.topicPrefix) });
+  log.info('enricher started', { webhooks: topics.webhooks, snapshots: topics.snapshots });
+  return {
+    async stop() {
+      deps.health.setCondition('shutdown', 'stopping');
+      // Router first: no new requests; then the fetcher finishes its in-flight batches.
+      await router.stop();
+      await fetcher.stop();
+      await admin.disconnect();
+    },
+  };
+}

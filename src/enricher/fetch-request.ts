@@ -1,0 +1,45 @@
+import { isResourceType, resourceKey, type ResourceType } from '../billing-api/resource-types.js';
+
+/**
+ * A request to fetch one resource, on the internal topic `<prefix>.enricher.requests`, keyed
+ * `<ResourceType>:<id>` so that every request for a resource reaches the one consumer that owns
+ * it. JSON, not Avro: the topic is internal, written and read only by this version of the
+ * enricher, and carries a format version for the day that changes.
+ */
+export interface FetchRequest {
+  type: ResourceType;
+  id: string;
+  /** The webhook behind the request; null for backfill and follow-ups of backfill. */
+  eventId: string | null;
+  event: string | null;
+  /** When the webhook was received (ms); a fetch that starts later is fresh for it. */
+  receivedAt: number;
+  source: { topic: string; partition: number; offset: string } | null;
+  /** A body already read from a list endpoint (backfill): versioned without another fetch. */
+  prefetched?: { body: string; fetchedAt: number };
+}
+
+const FORMAT = 1;
+
+export function encodeFetchRequest(r: FetchRequest): { key: string; value: Buffer } {
+  return { key: resourceKey(r.type, r.id), value: Buffer.from(JSON.stringify({ v: FORMAT, ...r })) };
+}
+
+/** Parses a request; throws on anything this version did not write (it goes to the DLQ). */
+export function decodeFetchRequest(value: Buffer | null): FetchRequest {
+  if (!value) throw new Error('empty fetch request');
+  const r = JSON.parse(value.toString('utf8')) as Partial<FetchRequest> & { v?: unknown };
+  if (r.v !== FORMAT) throw new Error(`fetch request format ${String(r.v)} is not ${FORMAT}`);
+  if (typeof r.type !== 'string' || !isResourceType(r.type) || typeof r.id !== 'string' || r.id === '' || typeof r.receivedAt !== 'number') {
+    throw new Error('fetch request without a valid type, id and receivedAt');
+  }
+  return {
+    type: r.type,
+    id: r.id,
+    eventId: r.eventId ?? null,
+    event: r.event ?? null,
+    receivedAt: r.receivedAt,
+    source: r.source ?? null,
+    ...(r.prefetched ? { prefetched: r.prefetched } : {}),
+  };
+}

@@ -1,0 +1,309 @@
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
+import { resourceKey } from '../billing-api/resource-types.js';
+import { errorMessage } from '../errors.js';
+import type { Health } from '../health.js';
+import { defaultPartitioner } from '../kafka/client.js';
+import type { TopicNames } from '../kafka/topics.js';
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import { backoffDelayMs } from '../retry.js';
+import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.js';
+import { contentHash } from './canonical-hash.js';
+import type { EnricherMetrics } from './enricher-metrics.js';
+import type { EnricherTopics } from './enricher-topics.js';
+import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
+import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
+import { classifyReadFailure, type ReadFailure, type ResourceReader } from './resource-reader.js';
+import { nextVersion } from './versioning.js';
+
+export interface FetcherDeps {
+  kafka: Kafka;
+  registry: Registry;
+  reader: ResourceReader;
+  log: Logger;
+  metrics: EnricherMetrics;
+  health: Health;
+  topics: TopicNames;
+  internal: EnricherTopics;
+  groupId: string;
+  snapshotSchemaId: number;
+  /** Longest pause of a partition while the API is unavailable, in ms. Default 30000. */
+  maxPauseMs?: number;
+}
+
+interface Pending {
+  request: FetchRequest;
+  message: KafkaMessage;
+}
+
+type ReadResult = { kind: 'found'; body: string; hash: string; fetchedAt: number } | { kind: 'gone'; fetchedAt: number } | { kind: 'failed'; failure: ReadFailure; err: unknown };
+
+class PartitionPaused extends Error {}
+
+/**
+ * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
+ * assignment (generation) and partition: a transactional producer whose id is bound to the
+ * partition, so connecting it fences whoever owned the partition before (their open transaction
+ * is aborted); then the partition's heads are restored, read-committed, from the heads topic.
+ * Per batch: one fetch per resource (coalescing every request of the batch, all received before
+ * the fetch starts), and one transaction holding the new snapshots, their heads, follow-up
+ * requests, dead letters and the consumer offsets. Nothing is published unless all of it is.
+ */
+export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consumer; stop(): Promise<void> }> {
+  const { kafka, log, metrics } = deps;
+  const consumer = kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
+  let generation = 0;
+  let assigned: number[] = [];
+  let ready: Promise<void> | undefined;
+  const producers = new Map<number, Producer>();
+  const heads = new Map<number, Map<string, StoredHead>>();
+  const failures = new Map<number, number>();
+
+  const closeProducers = async () => {
+    const all = [...producers.values()];
+    producers.clear();
+    await Promise.allSettled(all.map((p) => p.disconnect()));
+  };
+
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    // Every (re)join may follow a period in which another instance owned our partitions:
+    // forget all heads and producers, and fence + restore again before the next batch.
+    generation++;
+    assigned = payload.memberAssignment[deps.internal.requests] ?? [];
+    ready = undefined;
+    heads.clear();
+    void closeProducers();
+    log.info('partitions assigned', { partitions: assigned, generation });
+  });
+
+  const prepare = (gen: number): Promise<void> => {
+    ready ??= (async () => {
+      const partitions = [...assigned];
+      await Promise.all(
+        partitions.map(async (p) => {
+          const producer = kafka.producer({
+            transactionalId: `${deps.internal.requests}.fetcher.${p}`,
+            idempotent: true,
+            maxInFlightRequests: 1,
+            createPartitioner: defaultPartitioner,
+          });
+          await producer.connect(); // InitProducerId: fences the previous owner of this partition
+          producers.set(p, producer);
+        }),
+      );
+      const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
+      if (gen !== generation) return;
+      for (const [p, h] of restored) heads.set(p, h);
+      log.info('heads restored', { partitions, resources: [...restored.values()].reduce((n, h) => n + h.size, 0) });
+    })();
+    const current = ready;
+    current.catch(() => {
+      if (ready === current) ready = undefined;
+    });
+    return current;
+  };
+
+  const readResource = async (request: FetchRequest): Promise<ReadResult> => {
+    if (request.prefetched) {
+      metrics.fetches.inc({ type: request.type, outcome: 'prefetched' });
+      return { kind: 'found', body: request.prefetched.body, hash: contentHash(request.prefetched.body), fetchedAt: request.prefetched.fetchedAt };
+    }
+    try {
+      const result = await deps.reader.getResource(request.type, request.id);
+      const fetchedAt = Date.now();
+      metrics.fetches.inc({ type: request.type, outcome: result.kind });
+      return result.kind === 'found' ? { kind: 'found', body: result.body, hash: contentHash(result.body), fetchedAt } : { kind: 'gone', fetchedAt };
+    } catch (err) {
+      const failure = classifyReadFailure(err);
+      if (failure === undefined) throw err;
+      return { kind: 'failed', failure, err };
+    }
+  };
+
+  const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown) => {
+    const { batch } = payload;
+    const attempt = (failures.get(batch.partition) ?? 0) + 1;
+    failures.set(batch.partition, attempt);
+    const delay = failure === 'credentials' ? (deps.maxPauseMs ?? 30_000) : backoffDelayMs(attempt, 500, deps.maxPauseMs ?? 30_000);
+    metrics.pauses.inc({ reason: failure });
+    if (failure === 'credentials') deps.health.setCondition('billing-api', `credentials refused: ${errorMessage(err)}`);
+    log.warn('billing API unavailable, pausing partition', { partition: batch.partition, failure, delayMs: delay, attempt, err: errorMessage(err) });
+    // Nothing of this batch was published or committed: read it again from its first offset.
+    consumer.seek({ topic: batch.topic, partition: batch.partition, offset: batch.firstOffset() ?? batch.lastOffset() });
+    consumer.pause([{ topic: batch.topic, partitions: [batch.partition] }]);
+    setTimeout(() => consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]), delay).unref();
+  };
+
+  const handleBatch = async (payload: EachBatchPayload) => {
+    const { batch } = payload;
+    if (batch.isEmpty()) return;
+    const gen = generation;
+    await prepare(gen);
+    const producer = producers.get(batch.partition);
+    const partitionHeads = heads.get(batch.partition);
+    if (gen !== generation || !producer || !partitionHeads) return; // reassigned meanwhile
+    metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
+
+    const letters: DeadLetter[] = [];
+    const byResource = new Map<string, Pending[]>();
+    for (const message of batch.messages) {
+      metrics.requests.inc();
+      try {
+        const request = decodeFetchRequest(message.value);
+        const key = resourceKey(request.type, request.id);
+        byResource.set(key, [...(byResource.get(key) ?? []), { request, message }]);
+      } catch (err) {
+        letters.push(deadLetter(batch.topic, batch.partition, message, 'invalid-request', errorMessage(err)));
+      }
+    }
+
+    // All requests of this batch were received before this point, so one fetch per resource,
+    // started now, is fresh for every one of them (DESIGN.md property 2).
+    const groups = [...byResource.entries()];
+    const results = await Promise.all(groups.map(([, pending]) => readResource((pending[0] as Pending).request)));
+    const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
+    if (failed) {
+      pausePartition(payload, failed.failure, failed.err);
+      throw new PartitionPaused();
+    }
+    failures.delete(batch.partition);
+    deps.health.setCondition('billing-api', undefined);
+
+    const snapshots: { key: string; value: SnapshotValue }[] = [];
+    const headRecords: Message[] = [];
+    const followUps: Message[] = [];
+    const newHeads = new Map<string, StoredHead>();
+    groups.forEach(([key, pending], i) => {
+      const result = results[i] as ReadResult;
+      const first = (pending[0] as Pending).request;
+      metrics.coalesced.inc(pending.length - 1);
+      if (result.kind === 'failed') {
+        for (const p of pending) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'rejected-by-api', errorMessage(result.err)));
+        return;
+      }
+      const head = newHeads.get(key) ?? partitionHeads.get(key);
+      const next = nextVersion(head, result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : { kind: 'gone' });
+      if (result.kind === 'found' && first.type === 'Contract') {
+        const customerId = customerIdOf(result.body);
+        if (customerId) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined }));
+      }
+      if (!next) {
+        metrics.unchanged.inc({ type: first.type });
+        return;
+      }
+      // valid_from must grow with the version even if the wall clock steps back.
+      const fetchedAt = Math.max(result.fetchedAt, (head?.fetchedAt ?? 0) + 1);
+      const stored: StoredHead = { ...next, fetchedAt };
+      newHeads.set(key, stored);
+      const requests = pending.map((p) => p.request).sort((a, b) => a.receivedAt - b.receivedAt);
+      const withEvent = requests.filter((r) => r.eventId !== null);
+      snapshots.push({
+        key,
+        value: {
+          resource_type: first.type,
+          resource_id: first.id,
+          version: next.version,
+          fetched_at: fetchedAt,
+          deleted: next.deleted,
+          content_hash: next.contentHash,
+          body: result.kind === 'found' ? result.body : null,
+          source_event_ids: withEvent.map((r) => r.eventId as string),
+          source_events: withEvent.map((r) => r.event ?? ''),
+          sources: requests.flatMap((r) => (r.source ? [{ topic: r.source.topic, partition: r.source.partition, offset: Number(r.source.offset) }] : [])),
+        },
+      });
+      headRecords.push({ key, value: encodeHead(stored) });
+      metrics.versions.inc({ type: first.type, deleted: String(next.deleted) });
+    });
+    const encodedSnapshots = await Promise.all(snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
+    const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
+
+    if (gen !== generation) return;
+    const transaction = await producer.transaction();
+    try {
+      const topicMessages = [
+        { topic: deps.topics.snapshots, messages: encodedSnapshots },
+        { topic: deps.internal.heads, messages: headRecords },
+        { topic: deps.internal.requests, messages: followUps },
+        ...encodedLetters,
+      ].filter((t) => t.messages.length > 0);
+      if (topicMessages.length > 0) await transaction.sendBatch({ topicMessages, acks: -1 });
+      await transaction.sendOffsets({
+        consumerGroupId: deps.groupId,
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
+      });
+      await transaction.commit();
+    } catch (err) {
+      await transaction.abort().catch(() => undefined);
+      throw err;
+    }
+    for (const [key, head] of newHeads) partitionHeads.set(key, head);
+    if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
+    const now = Date.now();
+    for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
+    payload.resolveOffset(batch.lastOffset());
+  };
+
+  // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
+  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
+
+  const deadLetter = (topic: string, partition: number, message: KafkaMessage, errorClass: string, errorMessageText: string): DeadLetter => ({
+    dlqTopic: deps.topics.webhooksDlq,
+    sourceTopic: topic,
+    sourcePartition: partition,
+    sourceOffset: message.offset,
+    sourceKey: message.key,
+    sourceValue: message.value,
+    errorClass,
+    errorMessage: errorMessageText,
+  });
+
+  await consumer.connect();
+  await consumer.subscribe({ topic: deps.internal.requests, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: 6,
+    eachBatch: async (payload) => {
+      try {
+        await handleBatch(payload);
+      } catch (err) {
+        if (err instanceof PartitionPaused) return; // seeked back and paused: not a consumer failure
+        throw err;
+      }
+    },
+  });
+
+  return {
+    consumer,
+    async stop() {
+      await consumer.disconnect();
+      await closeProducers();
+    },
+  };
+}
+
+/** The snapshot record's fields before Avro encoding (schemas/resource-snapshot.avsc). */
+export interface SnapshotValue {
+  resource_type: string;
+  resource_id: string;
+  version: number;
+  fetched_at: number;
+  deleted: boolean;
+  content_hash: string;
+  body: string | null;
+  source_event_ids: string[];
+  source_events: string[];
+  sources: { topic: string; partition: number; offset: number }[];
+}
+
+/** The contract's customer reference (spec 2), matched case-insensitively (spec 9.3). */
+export function customerIdOf(body: string): string | undefined {
+  try {
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(parsed)) if (k.toLowerCase() === 'customerid' && typeof v === 'string' && v !== '') return v;
+  } catch {
+    // A contract body that is not JSON has no customer reference to follow.
+  }
+  return undefined;
+}

@@ -1,0 +1,25 @@
+import type { ResourceType } from '../billing-api/resource-types.js';
+
+/** What the enricher needs of the billing API: the current state of one resource. */
+export interface ResourceReader {
+  getResource(type: ResourceType, id: string): Promise<{ kind: 'found'; body: string } | { kind: 'gone' }>;
+}
+
+/**
+ * How a failed read affects the pipeline (DESIGN.md property 7):
+ * - `unavailable`: the API is down, slow or rate-limiting: pause the partition, retry later,
+ *   never DLQ;
+ * - `credentials`: our credentials are refused (401 after renewal, 403): a configuration
+ *   problem, so pause, report not-ready, never DLQ;
+ * - `rejected`: the API refuses this one identifier (e.g. 400): DLQ that request, go on.
+ * Anything else (a bug) is rethrown, so the batch is retried rather than dead-lettered.
+ */
+export type ReadFailure = 'unavailable' | 'credentials' | 'rejected';
+
+export function classifyReadFailure(err: unknown): ReadFailure | undefined {
+  const e = err as { name?: unknown; retriable?: unknown } | null;
+  if (e?.name === 'ApiAuthError') return 'credentials';
+  if (e?.name === 'ApiRejectedError') return 'rejected';
+  if (e?.retriable === true) return 'unavailable';
+  return undefined;
+}

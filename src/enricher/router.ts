@@ -1,0 +1,89 @@
+import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { defaultPartitioner } from '../kafka/client.js';
+import type { TopicNames } from '../kafka/topics.js';
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import { createDeadLetterWriter, type DeadLetter } from '../kafka/dead-letters.js';
+import type { EnricherMetrics } from './enricher-metrics.js';
+import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
+import { encodeFetchRequest, type FetchRequest } from './fetch-request.js';
+import type { EnricherTopics } from './enricher-topics.js';
+import type { WebhookRecord } from './webhook-record.js';
+
+export interface RouterDeps {
+  kafka: Kafka;
+  registry: Registry;
+  log: Logger;
+  metrics: EnricherMetrics;
+  topics: TopicNames;
+  internal: EnricherTopics;
+  groupId: string;
+}
+
+/**
+ * Turns each webhook into one fetch request per resource it refers to, re-keyed by resource.
+ * At least once: the requests (and any dead letters) are acknowledged by all in-sync replicas
+ * before the webhook offsets are committed, so a crash repeats requests (they coalesce) and
+ * never loses one. A record that cannot be decoded goes to the webhooks DLQ.
+ */
+export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consumer; stop(): Promise<void> }> {
+  const consumer = deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000 });
+  const producer: Producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+  const deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
+  await Promise.all([consumer.connect(), producer.connect()]);
+  await consumer.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
+
+  const handleBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }: EachBatchPayload) => {
+    const requests: { key: string; value: Buffer }[] = [];
+    const letters: DeadLetter[] = [];
+    for (const message of batch.messages) {
+      let record: WebhookRecord;
+      try {
+        record = (await deps.registry.decode(message.value as Buffer)) as WebhookRecord;
+      } catch (err) {
+        if ((err as { retriable?: boolean }).retriable) throw err; // registry unreachable: retry the batch
+        letters.push({
+          dlqTopic: deps.topics.webhooksDlq,
+          sourceTopic: batch.topic,
+          sourcePartition: batch.partition,
+          sourceOffset: message.offset,
+          sourceKey: message.key,
+          sourceValue: message.value,
+          errorClass: 'decode',
+          errorMessage: err instanceof Error ? err.message : String(err),
+        });
+        continue;
+      }
+      const refs = resourcesOf(record);
+      deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) ? record.event : 'unknown' });
+      for (const ref of refs) {
+        const request: FetchRequest = {
+          ...ref,
+          eventId: record.event_id,
+          event: record.event,
+          receivedAt: record.received_at,
+          source: { topic: batch.topic, partition: batch.partition, offset: message.offset },
+        };
+        requests.push(encodeFetchRequest(request));
+      }
+    }
+    if (!isRunning() || isStale()) return;
+    if (requests.length > 0) await producer.send({ topic: deps.internal.requests, acks: -1, messages: requests });
+    if (letters.length > 0) {
+      await deadLetters.send(letters);
+      deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
+    }
+    resolveOffset(batch.lastOffset());
+    await commitOffsetsIfNecessary();
+    await heartbeat();
+  };
+
+  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 3, eachBatch: handleBatch });
+  return {
+    consumer,
+    async stop() {
+      await consumer.disconnect();
+      await producer.disconnect();
+    },
+  };
+}
