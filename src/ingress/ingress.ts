@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
@@ -10,7 +10,7 @@ import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { mountOpsRoutes } from '../ops-server.js';
 import type { Registry } from '../registry/registry.js';
-import { createBatchProducer, type BatchProducer } from './batch-producer.js';
+import { createBatchProducer } from './batch-producer.js';
 import { createIngressMetrics } from './ingress-metrics.js';
 import { WEBHOOK_SCHEMA_FILE } from './webhook-record.js';
 import { webhookRoute } from './webhook-route.js';
@@ -55,37 +55,28 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
   const log = deps.log.child({ component: 'ingress' });
   const topic = topicNames(config.topicPrefix).webhooks;
   const produceTimeoutMs = config.produceTimeoutMs ?? 5000;
+  const metrics = createIngressMetrics(deps.metrics);
 
   const admin = deps.kafka.admin();
   await admin.connect();
-  let producer: BatchProducer | undefined;
+  const producer = createBatchProducer({
+    kafka: deps.kafka,
+    topic,
+    log,
+    timeoutMs: produceTimeoutMs,
+    lingerMs: config.lingerMs ?? 0,
+    maxBatchMessages: config.maxBatchMessages ?? 500,
+    maxBatchBytes: MAX_BATCH_BYTES,
+    onBatch: (records) => metrics.batchSize.observe(records),
+  });
   try {
     await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
     const schemaId = await deps.registry.registerFile(`${topic}-value`, WEBHOOK_SCHEMA_FILE);
-    const metrics = createIngressMetrics(deps.metrics);
-    producer = createBatchProducer({
-      kafka: deps.kafka,
-      topic,
-      log,
-      timeoutMs: produceTimeoutMs,
-      lingerMs: config.lingerMs ?? 0,
-      maxBatchMessages: config.maxBatchMessages ?? 500,
-      maxBatchBytes: MAX_BATCH_BYTES,
-      onBatch: (records) => metrics.batchSize.observe(records),
-    });
     await producer.connect();
     addReadinessChecks(deps, admin, topic);
 
     let stopping = false;
     const inFlight = new Set<Promise<void>>();
-    const app = express();
-    app.disable('x-powered-by');
-    app.use((_req, res, next) => {
-      // While stopping, no connection is kept alive: server.close() can then finish.
-      if (stopping) res.setHeader('Connection', 'close');
-      next();
-    });
-    mountOpsRoutes(app, deps);
     const route = webhookRoute({
       log,
       producer,
@@ -95,39 +86,57 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       token: config.ingressToken,
       isStopping: () => stopping,
     });
-    const tracked: typeof route = (req, res, next) => {
-      const done = Promise.resolve(route(req, res, next)).then(() => undefined);
-      inFlight.add(done);
-      void done.finally(() => inFlight.delete(done));
-      return done;
-    };
-    app.post(config.ingressToken === undefined ? '/webhooks' : '/webhooks/:token', tracked);
-    mountNotFound(app);
-
+    const app = buildApp(deps, config.ingressToken === undefined ? '/webhooks' : '/webhooks/:token', trackInFlight(route, inFlight), () => stopping);
     const server = await listen(app, config.ingressPort, config.host ?? '0.0.0.0');
     const port = (server.address() as AddressInfo).port;
     log.info('ingress listening', { port, topic, schemaId, tokenInPath: config.ingressToken !== undefined });
 
-    const openProducer = producer;
-    return {
-      port,
-      url: `http://127.0.0.1:${port}`,
-      async stop() {
-        stopping = true;
-        deps.health.setCondition('ingress', 'shutting down');
-        log.info('ingress stopping: new webhooks get 503, finishing the ones in flight', { inFlight: inFlight.size });
-        await Promise.allSettled([...inFlight]);
-        await openProducer.drain(produceTimeoutMs);
-        await closeServer(server);
-        await openProducer.disconnect();
-        await admin.disconnect();
-      },
+    const stop = async () => {
+      stopping = true;
+      deps.health.setCondition('ingress', 'shutting down');
+      log.info('ingress stopping: new webhooks get 503, finishing the ones in flight', { inFlight: inFlight.size });
+      await Promise.allSettled([...inFlight]);
+      // Every caller has its answer; what may still be in flight was answered 503 (timeout).
+      await producer.drain(produceTimeoutMs);
+      await closeServer(server);
+      await producer.disconnect();
+      await admin.disconnect();
     };
+    let stopped: Promise<void> | undefined;
+    // Idempotent: a second call (a second signal, a test's cleanup) waits for the first.
+    return { port, url: `http://127.0.0.1:${port}`, stop: () => (stopped ??= stop()) };
   } catch (err) {
-    await producer?.disconnect().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
     await admin.disconnect();
     throw err;
   }
+}
+
+function buildApp(deps: IngressDeps, webhookPath: string, handler: RequestHandler, isStopping: () => boolean): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use((_req, res, next) => {
+    // While stopping, no connection is kept alive, so server.close() can finish.
+    if (isStopping()) res.setHeader('Connection', 'close');
+    next();
+  });
+  mountOpsRoutes(app, deps);
+  app.post(webhookPath, handler);
+  // Every other path: the same 404 as a wrong token, so probing reveals nothing.
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'not found' });
+  });
+  return app;
+}
+
+/** Keeps each running request's promise in `inFlight` until it settles, for the shutdown drain. */
+function trackInFlight(handler: RequestHandler, inFlight: Set<Promise<void>>): RequestHandler {
+  return (req, res, next) => {
+    const done = Promise.resolve(handler(req, res, next)).then(() => undefined);
+    inFlight.add(done);
+    void done.finally(() => inFlight.delete(done));
+    return done;
+  };
 }
 
 /** Readiness: the broker answers metadata for the topic, and the registry answers. */
@@ -136,13 +145,6 @@ function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): voi
     await admin.fetchTopicMetadata({ topics: [topic] });
   });
   deps.health.addCheck('ingress.schema-registry', () => deps.registry.ping());
-}
-
-/** Every other path: the same 404 as a wrong token, so probing reveals nothing. */
-function mountNotFound(app: Express): void {
-  app.use((_req, res) => {
-    res.status(404).json({ error: 'not found' });
-  });
 }
 
 function listen(app: Express, port: number, host: string): Promise<Server> {
