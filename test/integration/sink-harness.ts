@@ -164,3 +164,35 @@ export async function metricValue(metrics: ReturnType<typeof createMetrics>, nam
   const { values } = await metric.get();
   return values.filter((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val)).reduce((sum, v) => sum + v.value, 0);
 }
+
+export interface DecodedDeadLetter {
+  source_topic: string;
+  source_partition: number;
+  source_offset: number;
+  source_key: Buffer | null;
+  source_value: Buffer | null;
+  stage: string;
+  error_class: string;
+  error_message: string;
+  failed_at: number;
+}
+
+/** Reads a DLQ topic from the beginning until `count` dead letters arrived (or the wait times out). */
+export async function readDeadLetters(h: SinkHarness, topic: string, count: number): Promise<DecodedDeadLetter[]> {
+  const { waitFor } = await import('../helpers/wait-for.js');
+  const letters: DecodedDeadLetter[] = [];
+  const consumer = h.kafka.consumer({ groupId: `${h.config.topicPrefix}.dlq-reader.${randomUUID()}` });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        letters.push((await h.registry.decode(message.value as Buffer)) as DecodedDeadLetter);
+      },
+    });
+    await waitFor(() => letters.length >= count, { what: `${count} dead letters in ${topic}`, timeoutMs: 30_000 });
+  } finally {
+    await consumer.disconnect();
+  }
+  return letters;
+}

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testConfig } from '../helpers/environment.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { createSinkHarness, metricValue, readDeadLetters, snapshot, webhook, type SinkHarness } from './sink-harness.js';
+
+let h: SinkHarness;
+beforeAll(async () => {
+  h = await createSinkHarness(testConfig());
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('sink: a poison record reaches the DLQ and the sink goes on (DESIGN.md property 7)', () => {
+  it('routes undecodable and refused records to the DLQ of their topic, with the reason and source coordinates', async () => {
+    const unknownSchemaId = Buffer.concat([Buffer.from([0, 0x7f, 0xff, 0xff, 0x00]), Buffer.from('xx')]);
+    await h.produceSnapshots([snapshot('Invoice', 'before', 1, { ok: true })]);
+    await h.produceRaw(h.names.snapshots, [
+      { key: 'Invoice:garbage', value: Buffer.from('this is not Avro') },
+      { key: 'Invoice:unknown-schema', value: unknownSchemaId },
+    ]);
+    await h.produceSnapshots([
+      // Decodes, but breaks the contract (source_event_ids must be UUIDs).
+      snapshot('Invoice', 'bad-event-id', 1, { ok: true }, { source_event_ids: ['not-a-uuid'], source_events: ['InvoiceCreated'] }),
+      // Valid JSON that PostgreSQL's jsonb refuses: only the database can tell, mid-batch.
+      { ...snapshot('Invoice', 'nul-escape', 1, { ok: true }), body: '{"text":"\\u0000"}' },
+      snapshot('Invoice', 'after', 1, { ok: true }),
+    ]);
+    await h.produceRaw(h.names.webhooks, [{ key: 'w', value: Buffer.from([0, 0, 0, 0]) }]);
+    const good = webhook('InvoiceCreated', { InvoiceId: 'after' });
+    await h.produceWebhooks([good]);
+
+    const sink = await h.startSink();
+    await waitFor(async () => (await metricValue(sink.metrics, 'billing_loader_sink_dead_letters_total')) === 5, { what: 'five dead letters' });
+    await waitFor(async () => (await h.count(`SELECT count(*) n FROM ${h.table('webhook_events')}`)) === 1, { what: 'good webhook' });
+
+    const { rows } = await h.pool.query(`SELECT resource_id FROM ${h.table('resource_versions')} ORDER BY resource_id`);
+    expect(rows.map((r) => r.resource_id)).toEqual(['after', 'before']);
+
+    const snapshotLetters = await readDeadLetters(h, h.names.snapshotsDlq, 4);
+    const byKey = new Map(snapshotLetters.map((l) => [l.source_key?.toString(), l]));
+    expect(byKey.get('Invoice:garbage')).toMatchObject({ error_class: 'decode', source_topic: h.names.snapshots, stage: 'sink', source_value: Buffer.from('this is not Avro') });
+    expect(byKey.get('Invoice:unknown-schema')).toMatchObject({ error_class: 'decode' });
+    expect(byKey.get('Invoice:bad-event-id')).toMatchObject({ error_class: 'invalid-record', error_message: expect.stringContaining('not a UUID') });
+    expect(byKey.get('Invoice:nul-escape')).toMatchObject({ error_class: 'rejected-by-database', error_message: expect.stringMatching(/SQLSTATE 22/) });
+    for (const l of snapshotLetters) expect(l.source_offset).toBeGreaterThanOrEqual(0);
+
+    const webhookLetters = await readDeadLetters(h, h.names.webhooksDlq, 1);
+    expect(webhookLetters[0]).toMatchObject({ error_class: 'decode', source_topic: h.names.webhooks });
+    await sink.stop();
+  });
+});

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RESOURCE_TYPES } from '../../src/billing-api/resource-types.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createLogger } from '../../src/log.js';
+import { ANALYST_ROLE, WRITER_ROLE, currentView, historyView } from '../../src/warehouse/resource-types.js';
+import { testConfig, uniqueSuffix } from '../helpers/environment.js';
+
+const config = testConfig();
+const log = createLogger('warn');
+const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'test', log });
+const s = quoteIdent(config.databaseSchema);
+const others = [`test_${uniqueSuffix()}`, `test_${uniqueSuffix()}`];
+
+beforeAll(async () => {
+  // Three schemas migrated at once: the cluster-wide roles are created once, without a race.
+  await Promise.all([config.databaseSchema, ...others].map((schema) => migrate(pool, { schema, log })));
+});
+afterAll(async () => {
+  for (const schema of [config.databaseSchema, ...others]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+  await pool.end();
+});
+
+/** Runs `fn` as `role` inside a transaction that is rolled back. */
+async function as<T>(role: string, fn: (q: (sql: string) => Promise<unknown>) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL ROLE ${role}`);
+    let n = 0;
+    // Each statement under a savepoint, so an expected failure does not end the transaction.
+    const q = async (sql: string) => {
+      const sp = `s${n++}`;
+      await client.query(`SAVEPOINT ${sp}`);
+      try {
+        const result = await client.query(sql);
+        await client.query(`RELEASE SAVEPOINT ${sp}`);
+        return result.rows;
+      } catch (err) {
+        await client.query(`ROLLBACK TO SAVEPOINT ${sp}`);
+        throw err;
+      }
+    };
+    return await fn(q);
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+describe('warehouse roles', () => {
+  it('both roles exist, cannot log in, and are shared by every schema', async () => {
+    const { rows } = await pool.query(`SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname = ANY($1) ORDER BY rolname`, [[ANALYST_ROLE, WRITER_ROLE]]);
+    expect(rows).toEqual([
+      { rolname: ANALYST_ROLE, rolcanlogin: false },
+      { rolname: WRITER_ROLE, rolcanlogin: false },
+    ]);
+  });
+
+  it('the analyst reads every view and webhook_events, and can write nothing', async () => {
+    await pool.query(
+      `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
+       VALUES ('Contract', 'c-1', 1, now(), false, '{"CustomerId":"cu"}', 'h', '{}', '{}', 'cu', 0, 0)`,
+    );
+    await as(ANALYST_ROLE, async (q) => {
+      for (const type of RESOURCE_TYPES) {
+        await q(`SELECT * FROM ${s}.${quoteIdent(historyView(type))}`);
+        await q(`SELECT * FROM ${s}.${quoteIdent(currentView(type))}`);
+      }
+      expect(await q(`SELECT resource_id, customer_id FROM ${s}.contract_current`)).toEqual([{ resource_id: 'c-1', customer_id: 'cu' }]);
+      await q(`SELECT * FROM ${s}.webhook_events`);
+      const denied = { code: '42501' };
+      await expect(q(`SELECT * FROM ${s}.resource_versions`)).rejects.toMatchObject(denied);
+      await expect(q(`INSERT INTO ${s}.webhook_events VALUES (gen_random_uuid(), 'X', now(), '{}')`)).rejects.toMatchObject(denied);
+      await expect(
+        q(`INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset) VALUES ('Order','o',1,now(),true,null,'deleted','{}','{}',0,0)`),
+      ).rejects.toMatchObject(denied);
+      // The views are not updatable anyway (window, DISTINCT ON); the analyst also holds no write privilege on them.
+      await expect(q(`UPDATE ${s}.contract_history SET content_hash = 'x'`)).rejects.toThrow();
+      await expect(q(`DELETE FROM ${s}.contract_current`)).rejects.toThrow();
+      for (const type of RESOURCE_TYPES) {
+        for (const view of [historyView(type), currentView(type)]) {
+          const [row] = (await q(
+            `SELECT has_table_privilege('${ANALYST_ROLE}', '${s}.${quoteIdent(view)}', 'SELECT') AS r, has_table_privilege('${ANALYST_ROLE}', '${s}.${quoteIdent(view)}', 'INSERT,UPDATE,DELETE,TRUNCATE') AS w`,
+          )) as { r: boolean; w: boolean }[];
+          expect(row, view).toEqual({ r: true, w: false });
+        }
+      }
+      await expect(q(`CREATE TABLE ${s}.mine (x int)`)).rejects.toMatchObject(denied);
+    });
+  });
+
+  it('the writer appends to both tables', async () => {
+    await as(WRITER_ROLE, async (q) => {
+      await q(`INSERT INTO ${s}.webhook_events VALUES (gen_random_uuid(), 'X', now(), '{}')`);
+      await q(
+        `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset) VALUES ('Order','o',1,now(),true,null,'deleted','{}','{}',0,0)`,
+      );
+      expect(await q(`SELECT count(*)::int AS n FROM ${s}.resource_versions WHERE resource_type = 'Order'`)).toEqual([{ n: 1 }]);
+    });
+  });
+});
