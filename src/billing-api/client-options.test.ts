@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { billingApiClientOptions } from './client-options.js';
+
+const base = { STACK_DIR: '/nonexistent-stack-dir', BILLING_API_URL: 'http://127.0.0.1:9/', BILLING_AUTH_URL: 'http://127.0.0.1:9', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's3cret' };
+
+describe('billingApiClientOptions', () => {
+  it('defaults the budget and the DESIGN.md paths', () => {
+    const o = billingApiClientOptions(loadConfig(base));
+    expect(o).toMatchObject({ apiUrl: 'http://127.0.0.1:9', requestsPerSecond: 20, burst: undefined, maxConcurrency: 8, requestTimeoutMs: 10_000, maxAttempts: 6 });
+    expect(o.grant).toEqual({ kind: 'client_credentials', clientSecret: 's3cret' });
+    expect(o.paths?.PaymentEscalationProcess).toBe('PaymentEscalationProcesses');
+  });
+
+  it('takes per-type paths and budget settings from the environment', () => {
+    const o = billingApiClientOptions(loadConfig({ ...base, BILLING_PATH_CONTRACT: '/v2/contracts/', BILLING_API_REQUESTS_PER_SECOND: '5', BILLING_API_BURST: '2', BILLING_API_MAX_CONCURRENCY: '3' }));
+    expect(o.paths?.Contract).toBe('v2/contracts');
+    expect(o).toMatchObject({ requestsPerSecond: 5, burst: 2, maxConcurrency: 3 });
+  });
+
+  it.each(['../Customers', 'a/./b', 'Contracts?x=1', 'a//b'])('refuses the path %j', (path) => {
+    expect(() => loadConfig({ ...base, BILLING_PATH_CONTRACT: path })).toThrow(/BILLING_PATH_CONTRACT: expected a path/);
+  });
+
+  it('names the missing variable', () => {
+    expect(() => billingApiClientOptions(loadConfig({ STACK_DIR: '/nonexistent-stack-dir' }))).toThrow(ConfigError);
+  });
+});

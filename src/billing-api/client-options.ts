@@ -1,0 +1,33 @@
+import { requireBillingApi, type Config } from '../config.js';
+import type { BillingApiClientOptions } from './client.js';
+import type { ResourceType } from './resource-types.js';
+
+/**
+ * The client's options from the loader's configuration (BILLING_* variables). Fails with a
+ * ConfigError naming the variable when a required one is missing.
+ */
+export function billingApiClientOptions(config: Config): BillingApiClientOptions {
+  const { apiUrl, authUrl, clientId, grant } = requireBillingApi(config);
+  const paths: Record<ResourceType, string> = {
+    Contract: config.billingPathContract,
+    Customer: config.billingPathCustomer,
+    Order: config.billingPathOrder,
+    Invoice: config.billingPathInvoice,
+    InvoiceDraft: config.billingPathInvoiceDraft,
+    Dunning: config.billingPathDunning,
+    PaymentTransaction: config.billingPathPaymentTransaction,
+    PaymentEscalationProcess: config.billingPathPaymentEscalationProcess,
+  };
+  return {
+    apiUrl,
+    authUrl,
+    clientId,
+    grant,
+    requestsPerSecond: config.billingApiRequestsPerSecond,
+    burst: config.billingApiBurst,
+    maxConcurrency: config.billingApiMaxConcurrency,
+    requestTimeoutMs: config.billingApiTimeoutMs,
+    maxAttempts: config.billingApiMaxAttempts,
+    paths,
+  };
+}
