@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
 import { registerDemo } from './demo-command.js';
+import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
 import { registerSimulate } from './simulate-command.js';
 import { registerSink } from './sink-command.js';
@@ -20,6 +21,7 @@ export async function main(argv: string[]): Promise<number> {
   registerSimulate(program);
   registerDemo(program);
   registerSink(program);
+  registerIngress(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).

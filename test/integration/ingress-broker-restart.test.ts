@@ -1,5 +1,4 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +6,7 @@ import { kafkaService } from '../../src/stack/kafka-service.js';
 import type { StackService } from '../../src/stack/service.js';
 import { defaultStackDir } from '../../src/stack/settings.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startTestIngress, type TestIngress } from './ingress-harness.js';
+import { freePort, startTestIngress, type TestIngress } from './ingress-harness.js';
 
 /**
  * Stopping the shared test broker would break every other test file running at the same time, so
@@ -21,17 +20,6 @@ const nativeStack = existsSync(join(kafkaLibs, '.installed'));
 let dir: string;
 let broker: StackService;
 let t: TestIngress;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   if (!nativeStack) return;

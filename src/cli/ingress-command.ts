@@ -1,0 +1,28 @@
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { envWithDotenv, loadConfig } from '../config.js';
+import { createHealth } from '../health.js';
+import { startIngress } from '../ingress/ingress.js';
+import { createKafka } from '../kafka/client.js';
+import { stopOnSignal } from '../lifecycle.js';
+import { createLogger } from '../log.js';
+import { createMetrics } from '../metrics.js';
+import { createRegistry } from '../registry/registry.js';
+import { environmentHelp } from './env-help.js';
+
+export function registerIngress(program: Command): void {
+  program
+    .command('ingress')
+    .description('receive webhooks: POST /webhooks (or /webhooks/<INGRESS_TOKEN>) answered 200 once Kafka acknowledged the write; GET /healthz, /readyz, /metrics. Runs until SIGTERM/SIGINT')
+    .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_BODY_BYTES', 'LOG_LEVEL']))
+    .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
+    .action(async () => {
+      const config = loadConfig(await envWithDotenv(process.env, join(process.cwd(), '.env')));
+      const log = createLogger(config.logLevel);
+      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-ingress', log });
+      const registry = createRegistry(config.schemaRegistryUrl);
+      const running = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, config);
+      console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressToken ? '/<INGRESS_TOKEN>' : ''})`);
+      process.exitCode = await stopOnSignal(running, log);
+    });
+}
