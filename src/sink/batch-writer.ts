@@ -44,6 +44,13 @@ const SNAPSHOT_COLUMNS = 'resource_type, resource_id, version, fetched_at, delet
 export async function writeBatch(pool: pg.Pool, schema: string, snapshots: SnapshotRow[], webhooks: WebhookRow[]): Promise<BatchOutcome> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client whose server goes away emits 'error' (no pool listener while checked
+  // out); without a listener that would crash the process. The query in flight fails as well,
+  // and that failure is what the caller retries.
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     try {
       return await inTransaction(client, async () => {
@@ -76,6 +83,7 @@ export async function writeBatch(pool: pg.Pool, schema: string, snapshots: Snaps
     if (classifyDatabaseError(err) === 'transient') broken = err instanceof Error ? err : new Error(String(err));
     throw err;
   } finally {
+    client.off('error', onError);
     // A client whose connection failed is destroyed, not returned to the pool.
     client.release(broken);
   }
