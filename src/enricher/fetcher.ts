@@ -2,7 +2,7 @@ import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message, Producer
 import { resourceKey } from '../billing-api/resource-types.js';
 import { errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
-import { defaultPartitioner } from '../kafka/client.js';
+import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -86,6 +86,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
             idempotent: true,
             maxInFlightRequests: 1,
             createPartitioner: defaultPartitioner,
+            retry: EOS_RETRY,
           });
           await producer.connect(); // InitProducerId: fences the previous owner of this partition
           producers.set(p, producer);

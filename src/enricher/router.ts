@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
-import { defaultPartitioner } from '../kafka/client.js';
+import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -28,7 +28,7 @@ export interface RouterDeps {
  */
 export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consumer; stop(): Promise<void> }> {
   const consumer = deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000 });
-  const producer: Producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+  const producer: Producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   const deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
   await Promise.all([consumer.connect(), producer.connect()]);
   await consumer.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });

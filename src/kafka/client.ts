@@ -42,3 +42,11 @@ export function createKafka(options: KafkaOptions): Kafka {
  * with the same partition count, whichever client wrote it (co-partitioning relies on this).
  */
 export const defaultPartitioner = Partitioners.DefaultPartitioner;
+
+/**
+ * Retry policy for idempotent and transactional producers: kafkajs keeps sequence numbers valid
+ * only if it never gives up on a produce, so retries are unbounded (with capped backoff): a
+ * stage waits out a broker outage instead of failing over it. Callers that must answer in
+ * bounded time (the ingress) bound the wait themselves.
+ */
+export const EOS_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 5000 };

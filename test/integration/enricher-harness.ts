@@ -1,0 +1,82 @@
+import type { Consumer } from 'kafkajs';
+import { createHealth } from '../../src/health.js';
+import { startEnricher } from '../../src/enricher/enricher.js';
+import type { ResourceReader } from '../../src/enricher/resource-reader.js';
+import type { SnapshotValue } from '../../src/enricher/fetcher.js';
+import { startIngress, type RunningIngress } from '../../src/ingress/ingress.js';
+import { createKafka } from '../../src/kafka/client.js';
+import { topicNames } from '../../src/kafka/topics.js';
+import type { Running } from '../../src/lifecycle.js';
+import { createLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/metrics.js';
+import { createRegistry } from '../../src/registry/registry.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
+import { testConfig, uniqueSuffix } from '../helpers/environment.js';
+import { createSimulatorReader } from './simulator-reader.js';
+
+export interface EnricherHarness {
+  sim: Simulator;
+  ingress: RunningIngress;
+  config: ReturnType<typeof testConfig>;
+  /** Snapshot records published so far (read-committed), in topic order per partition. */
+  snapshots: SnapshotValue[];
+  /** DLQ records of the webhooks DLQ, decoded. */
+  deadLetters: Record<string, unknown>[];
+  /** Starts one more enricher instance on the same groups (for ownership tests). */
+  startEnricher(): Promise<Running>;
+  versionsOf(type: string, id: string): SnapshotValue[];
+  stop(): Promise<void>;
+}
+
+/**
+ * The real path into and through the enricher: the simulator delivers webhooks (spec 6.1) to a
+ * real ingress, which writes them to Kafka; enricher instances fetch from the simulator's API;
+ * a read-committed consumer collects what lands on the snapshot topic and the DLQ.
+ */
+export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator) => ResourceReader } = {}): Promise<EnricherHarness> {
+  const config = testConfig();
+  const log = createLogger(config.logLevel);
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
+  const registry = createRegistry(config.schemaRegistryUrl);
+  const sim = await startSimulator({ seed: 7, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 100 }, ...options.sim });
+  const ingress = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, { ...config, ingressPort: 0, host: '127.0.0.1' });
+  sim.setWebhookUrl(`${ingress.url}/webhooks`);
+  const reader = options.reader?.(sim) ?? createSimulatorReader(sim);
+  const enrichers: Running[] = [];
+  const startOne = async () => {
+    const e = await startEnricher({ kafka, registry, reader, log, metrics: createMetrics(), health: createHealth() }, config, { maxPauseMs: 1000 });
+    enrichers.push(e);
+    return e;
+  };
+  await startOne();
+
+  const names = topicNames(config.topicPrefix);
+  const snapshots: SnapshotValue[] = [];
+  const deadLetters: Record<string, unknown>[] = [];
+  const collector: Consumer = kafka.consumer({ groupId: `collector-${uniqueSuffix()}`, readUncommitted: false });
+  await collector.connect();
+  await collector.subscribe({ topics: [names.snapshots, names.webhooksDlq], fromBeginning: true });
+  await collector.run({
+    eachMessage: async ({ topic, message }) => {
+      const value = (await registry.decode(message.value as Buffer)) as Record<string, unknown>;
+      if (topic === names.snapshots) snapshots.push(value as unknown as SnapshotValue);
+      else deadLetters.push(value);
+    },
+  });
+
+  return {
+    sim,
+    ingress,
+    config,
+    snapshots,
+    deadLetters,
+    startEnricher: startOne,
+    versionsOf: (type, id) => snapshots.filter((s) => s.resource_type === type && s.resource_id === id).sort((a, b) => a.version - b.version),
+    async stop() {
+      await sim.stop();
+      await Promise.allSettled(enrichers.map((e) => e.stop()));
+      await ingress.stop();
+      await collector.disconnect();
+    },
+  };
+}
