@@ -3,6 +3,7 @@ import { UserError, errorMessage } from '../errors.js';
 import { registerDemo } from './demo-command.js';
 import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
+import { registerReplay } from './replay-command.js';
 import { registerSimulate } from './simulate-command.js';
 import { registerSink } from './sink-command.js';
 import { registerStack } from './stack-command.js';
@@ -21,6 +22,7 @@ export async function main(argv: string[]): Promise<number> {
   registerSimulate(program);
   registerDemo(program);
   registerSink(program);
+  registerReplay(program);
   registerIngress(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
