@@ -40,8 +40,10 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     async run(fn, signal) {
       await slots.acquire(signal);
       try {
-        const wait = Math.max(bucket.reserve(), pausedUntil - now());
-        if (wait > 0) await sleep(wait, undefined, signal ? { signal } : undefined);
+        // A 429 seen by another caller while this one waited for its turn extends the wait.
+        for (let wait = Math.max(bucket.reserve(), pausedUntil - now()); wait > 0; wait = pausedUntil - now()) {
+          await sleep(wait, undefined, signal ? { signal } : undefined);
+        }
         return await fn();
       } finally {
         slots.release();
