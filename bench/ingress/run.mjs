@@ -11,6 +11,7 @@
 //    back to back (what 64 concurrent callers can at best share), and 64 concurrent callers
 //    sending one record each (kafkajs without any batching).
 // 3. An offered load of 1,000 webhooks/s for the p99 latency at a realistic rate.
+// 4. For context, the HTTP floor: a bare node:http server (no Express, no Kafka) under the same load.
 /* global fetch -- Node 20's built-in fetch */
 // Environment: BENCH_SECONDS (default 20) per run; the usual KAFKA_BROKERS etc. (default: local stack).
 import { spawn } from 'node:child_process';
@@ -102,6 +103,21 @@ function cannon(url, options) {
   });
 }
 
+// The HTTP floor: a bare node:http server that reads the body and answers 200, no Kafka at all.
+// What the ingress can at most reach on this machine with autocannon on the same cores.
+async function startBareHttpProcess() {
+  const port = await freePort();
+  const code = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => { s.writeHead(200, { 'content-type': 'application/json' }); s.end('{}'); }); }).listen(${port}, '127.0.0.1')`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(`${url}/webhooks`, { method: 'POST', body: '{}' }).then(() => true, () => false)) return { url, child };
+    await sleep(100);
+  }
+  child.kill('SIGKILL');
+  throw new Error('bare HTTP server did not start');
+}
+
 async function batchStats(url) {
   const text = await (await fetch(`${url}/metrics`)).text();
   const value = (name) => Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1] ?? NaN);
@@ -171,6 +187,13 @@ try {
   const saturatedBatch = await batchStats(ingress.url);
   const offered = await cannon(ingress.url, { overallRate: OFFERED_RATE });
 
+  ingress.child.kill('SIGTERM');
+  await new Promise((resolve) => ingress.child.once('exit', resolve));
+  ingress = undefined;
+
+  const http = await startBareHttpProcess();
+  const httpFloor = await cannon(http.url, {}).finally(() => http.child.kill('SIGTERM'));
+
   const bare = await bareProducer(bareSchemaId, bareTopic);
   const ingressPerSecond = saturated.requests.total / saturated.duration;
   const result = {
@@ -196,6 +219,7 @@ try {
       non2xx: offered.non2xx,
       errors: offered.errors,
     },
+    bareHttpNoKafka: { perSecond: round(httpFloor.requests.total / httpFloor.duration), p50ms: httpFloor.latency.p50, p99ms: httpFloor.latency.p99 },
     bareBatched64: { perSecond: round(bare.batched.perSecond), p50ms: round(bare.batched.p50), p99ms: round(bare.batched.p99) },
     bareSingle64: { perSecond: round(bare.single.perSecond), p50ms: round(bare.single.p50), p99ms: round(bare.single.p99) },
     ratioIngressToBareBatched: round(ingressPerSecond / bare.batched.perSecond, 2),
@@ -209,6 +233,7 @@ try {
       `|---|---|---|---|`,
       `| ingress, concurrency ${CONCURRENCY} | ${result.ingress.perSecond} | ${result.ingress.p50ms} | ${result.ingress.p99ms} |`,
       `| ingress, ${OFFERED_RATE}/s offered | ${result.ingressAtOfferedRate.achievedPerSecond} | ${result.ingressAtOfferedRate.p50ms} | ${result.ingressAtOfferedRate.p99ms} |`,
+      `| bare node:http, no Kafka, concurrency ${CONCURRENCY} | ${result.bareHttpNoKafka.perSecond} | ${result.bareHttpNoKafka.p50ms} | ${result.bareHttpNoKafka.p99ms} |`,
       `| bare kafkajs, batches of ${CONCURRENCY} | ${result.bareBatched64.perSecond} | ${result.bareBatched64.p50ms} | ${result.bareBatched64.p99ms} |`,
       `| bare kafkajs, ${CONCURRENCY} callers x 1 record | ${result.bareSingle64.perSecond} | ${result.bareSingle64.p50ms} | ${result.bareSingle64.p99ms} |`,
       '',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { BatchProducer } from './batch-producer.js';
+import { ProduceTimeoutError, type BatchProducer } from './batch-producer.js';
 import type { IngressMetrics } from './ingress-metrics.js';
 import { parseWebhook } from './parse-webhook.js';
 import { readBody } from './read-body.js';
@@ -93,7 +93,9 @@ export function webhookRoute(deps: WebhookRouteDeps): RequestHandler {
     } catch (err) {
       endTimer({ outcome: 'error' });
       log.warn('webhook not persisted, answered 503', { ...ids, err: errorMessage(err) });
-      return reply(res, 503, { error: `the event could not be persisted: ${errorMessage(err)}; retry later` });
+      // The sender sees why in general terms; broker addresses and client internals stay in the log.
+      const why = err instanceof ProduceTimeoutError ? err.message : 'Kafka is unavailable';
+      return reply(res, 503, { error: `the event could not be persisted (${why}); retry later` });
     }
     endTimer({ outcome: 'ok' });
     log.debug('webhook accepted', ids);
