@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
 import { registerDemo } from './demo-command.js';
+import { registerEnricher } from './enricher-command.js';
 import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
 import { registerReplay } from './replay-command.js';
@@ -24,6 +25,7 @@ export async function main(argv: string[]): Promise<number> {
   registerSink(program);
   registerReplay(program);
   registerIngress(program);
+  registerEnricher(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).

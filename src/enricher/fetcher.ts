@@ -13,7 +13,7 @@ import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from './enricher-topics.js';
 import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
 import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
-import { classifyReadFailure, type ReadFailure, type ResourceReader } from './resource-reader.js';
+import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
 import { nextVersion } from './versioning.js';
 
 export interface FetcherDeps {
@@ -125,7 +125,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     const { batch } = payload;
     const attempt = (failures.get(batch.partition) ?? 0) + 1;
     failures.set(batch.partition, attempt);
-    const delay = failure === 'credentials' ? (deps.maxPauseMs ?? 30_000) : backoffDelayMs(attempt, 500, deps.maxPauseMs ?? 30_000);
+    const maxPauseMs = deps.maxPauseMs ?? 30_000;
+    const delay = failure === 'credentials' ? maxPauseMs : (requestedWaitMs(err) ?? backoffDelayMs(attempt, 500, maxPauseMs));
     metrics.pauses.inc({ reason: failure });
     if (failure === 'credentials') deps.health.setCondition('billing-api', `credentials refused: ${errorMessage(err)}`);
     log.warn('billing API unavailable, pausing partition', { partition: batch.partition, failure, delayMs: delay, attempt, err: errorMessage(err) });

@@ -1,6 +1,7 @@
+import { ApiAuthError, ApiRejectedError, ApiUnavailableError } from '../billing-api/api-errors.js';
 import type { ResourceType } from '../billing-api/resource-types.js';
 
-/** What the enricher needs of the billing API: the current state of one resource. */
+/** What the enricher needs of the billing API: the current state of one resource (BillingApiClient fits). */
 export interface ResourceReader {
   getResource(type: ResourceType, id: string): Promise<{ kind: 'found'; body: string } | { kind: 'gone' }>;
 }
@@ -17,9 +18,13 @@ export interface ResourceReader {
 export type ReadFailure = 'unavailable' | 'credentials' | 'rejected';
 
 export function classifyReadFailure(err: unknown): ReadFailure | undefined {
-  const e = err as { name?: unknown; retriable?: unknown } | null;
-  if (e?.name === 'ApiAuthError') return 'credentials';
-  if (e?.name === 'ApiRejectedError') return 'rejected';
-  if (e?.retriable === true) return 'unavailable';
+  if (err instanceof ApiAuthError) return 'credentials';
+  if (err instanceof ApiRejectedError) return 'rejected';
+  if (err instanceof ApiUnavailableError) return 'unavailable';
   return undefined;
+}
+
+/** The wait the service asked for, if it said (Retry-After beyond what the client waits in-process). */
+export function requestedWaitMs(err: unknown): number | undefined {
+  return err instanceof ApiUnavailableError ? err.retryAfterMs : undefined;
 }

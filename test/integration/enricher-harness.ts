@@ -12,7 +12,7 @@ import { createMetrics } from '../../src/metrics.js';
 import { createRegistry } from '../../src/registry/registry.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
 import { testConfig, uniqueSuffix } from '../helpers/environment.js';
-import { createSimulatorReader } from './simulator-reader.js';
+import { createBillingApiClient } from '../../src/billing-api/client.js';
 
 export interface EnricherHarness {
   sim: Simulator;
@@ -41,7 +41,18 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
   const sim = await startSimulator({ seed: 7, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 100 }, ...options.sim });
   const ingress = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, { ...config, ingressPort: 0, host: '127.0.0.1' });
   sim.setWebhookUrl(`${ingress.url}/webhooks`);
-  const reader = options.reader?.(sim) ?? createSimulatorReader(sim);
+  const api = createBillingApiClient({
+    apiUrl: sim.baseUrl,
+    authUrl: sim.authUrl,
+    clientId: sim.clientId,
+    grant: { kind: 'client_credentials', clientSecret: sim.clientSecret },
+    requestsPerSecond: 500,
+    maxConcurrency: 16,
+    maxAttempts: 2,
+    minBackoffMs: 50,
+    maxBackoffMs: 200,
+  });
+  const reader = options.reader?.(sim) ?? api;
   const enrichers: Running[] = [];
   const startOne = async () => {
     const e = await startEnricher({ kafka, registry, reader, log, metrics: createMetrics(), health: createHealth() }, config, { maxPauseMs: 1000 });
@@ -77,6 +88,7 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
       await Promise.allSettled(enrichers.map((e) => e.stop()));
       await ingress.stop();
       await collector.disconnect();
+      await api.close();
     },
   };
 }
