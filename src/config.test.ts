@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './errors.js';
-import { describeOptions, loadConfig, requireBillingApi } from './config.js';
+import { Writable } from 'node:stream';
+import { SECRET_FIELDS, describeOptions, loadConfig, requireBillingApi, withoutPassword } from './config.js';
+import { createLogger } from './log.js';
 
 describe('loadConfig', () => {
   it('defaults everything from an empty environment to the local stack', () => {
@@ -28,11 +30,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [variable]: value })).toThrow(message);
   });
 
-  it('never echoes a secret value in an error, and keeps secrets out of serialisation', () => {
+  it('never echoes a secret value in an error, and the logger redacts every secret option', async () => {
     expect(() => loadConfig({ INGRESS_TOKEN: 'sh!' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
-    const c = loadConfig({ BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d' });
-    expect(c.billingClientSecret).toBe('s3cret-value');
-    expect(JSON.stringify(c)).not.toMatch(/s3cret-value|pw-value/);
+    const c = loadConfig({ BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d', INGRESS_TOKEN: 'token-value-0123456789' });
+    expect({ ...c, topicPrefix: 'x' }.databaseUrl).toBe('postgres://u:pw-value@h:5432/d'); // survives spreading
+    let written = '';
+    const sink = new Writable({ write: (chunk: Buffer, _enc, done) => { written += chunk.toString(); done(); } });
+    createLogger('info', sink).info('config', { config: c });
+    await new Promise((r) => setImmediate(r));
+    expect(written).toContain('topicPrefix');
+    expect(written).not.toMatch(/s3cret-value|pw-value|token-value/);
+    for (const field of SECRET_FIELDS) expect(written, field).toContain(`"${field}":"[redacted]"`);
+    expect(withoutPassword('postgres://u:pw-value@h:5432/d')).toBe('postgres://u:****@h:5432/d');
   });
 
   it('requires the billing API settings only where a command needs them, naming the missing variable', () => {

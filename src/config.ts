@@ -157,7 +157,8 @@ export type Config = {
 
 /**
  * Parses and validates the environment once. A malformed value throws ConfigError naming the
- * variable. Secret values are non-enumerable, so logging or serialising the config leaves them out.
+ * variable, never echoing a secret value. Secrets are ordinary fields (so the config can be
+ * spread and overridden); the logger redacts them by name (src/log.ts).
  */
 export function loadConfig(env: Env): Config {
   const stackDir = env.STACK_DIR || defaultStackDir;
@@ -176,7 +177,7 @@ export function loadConfig(env: Env): Config {
     } else {
       value = spec.default?.(ctx);
     }
-    Object.defineProperty(config, key, { value, enumerable: !spec.secret });
+    config[key] = value;
   }
   checkCrossFields(config as Config);
   return Object.freeze(config) as Config;
@@ -225,4 +226,20 @@ export async function envWithDotenv(env: Env, dotenvPath: string): Promise<Env> 
     return env;
   }
   return { ...parseEnv(text), ...env };
+}
+
+/** Field names of the secret options, for the logger's redaction list. */
+export const SECRET_FIELDS: readonly string[] = Object.entries(options)
+  .filter(([, o]) => (o as OptionSpec<unknown>).secret)
+  .map(([key]) => key);
+
+/** A URL with its password replaced, for printing (e.g. DATABASE_URL in a hint to the user). */
+export function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '****';
+    return u.toString();
+  } catch {
+    return url;
+  }
 }

@@ -17,8 +17,12 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-/** Field names whose values are never written, whatever logs them. */
-const REDACT = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', '*.password', '*.secret', '*.token', '*.authorization'];
+/**
+ * Field names whose values are never written, whatever logs them: generic secret names, and the
+ * configuration's secret fields (databaseUrl may hold a password), at the top level or one down.
+ */
+const SECRET_NAMES = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', 'databaseUrl', 'billingClientSecret', 'billingPassword', 'ingressToken'];
+const REDACT = [...SECRET_NAMES, ...SECRET_NAMES.map((n) => `*.${n}`)];
 
 export function createLogger(level: LogLevel = 'info', destination: NodeJS.WritableStream | number = 2): Logger {
   const base = pino(

@@ -4,6 +4,7 @@ import { registerDemo } from './demo-command.js';
 import { registerEnricher } from './enricher-command.js';
 import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
+import { registerRun } from './run-command.js';
 import { registerReplay } from './replay-command.js';
 import { registerSimulate } from './simulate-command.js';
 import { registerSink } from './sink-command.js';
@@ -26,6 +27,7 @@ export async function main(argv: string[]): Promise<number> {
   registerReplay(program);
   registerIngress(program);
   registerEnricher(program);
+  registerRun(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).

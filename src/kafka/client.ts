@@ -16,7 +16,11 @@ function bridge(log: Logger): logCreator {
   return () => ({ namespace, level, log: entry }: LogEntry) => {
     const { message, timestamp: _t, logger: _l, ...fields } = entry as typeof entry & { logger?: unknown };
     const target = log.child({ kafkajs: namespace });
-    if (level === KafkaLogLevel.ERROR) target.error(message, fields);
+    // kafkajs logs every failed request at ERROR, including those it retries (e.g. a transaction
+    // still completing: CONCURRENT_TRANSACTIONS); what really fails reaches our code as an error.
+    const retried = namespace === 'Connection' || 'retryCount' in fields;
+    if (level === KafkaLogLevel.ERROR && retried) target.warn(message, fields);
+    else if (level === KafkaLogLevel.ERROR) target.error(message, fields);
     else if (level === KafkaLogLevel.WARN) target.warn(message, fields);
     else if (level === KafkaLogLevel.INFO) target.debug(message, fields); // kafkajs is chatty at INFO
     else target.debug(message, fields);

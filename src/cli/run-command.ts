@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import { createBillingApiClient } from '../billing-api/client.js';
+import { billingApiClientOptions } from '../billing-api/client-options.js';
+import { createHealth } from '../health.js';
+import { createKafka } from '../kafka/client.js';
+import { stopOnSignal } from '../lifecycle.js';
+import { createLogger } from '../log.js';
+import { createMetrics } from '../metrics.js';
+import { startPipeline } from '../pipeline.js';
+import { createRegistry } from '../registry/registry.js';
+import { cliConfig } from './cli-config.js';
+import { environmentHelp } from './env-help.js';
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('ingress, enricher and sink in one process (small deployments, the demo), until SIGTERM/SIGINT; health and metrics on the ingress port')
+    .addHelpText(
+      'after',
+      environmentHelp([
+        'KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL',
+        'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET', 'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND',
+        'INGRESS_PORT', 'INGRESS_TOKEN', 'LOG_LEVEL',
+      ]),
+    )
+    .action(async () => {
+      const config = await cliConfig();
+      const apiOptions = billingApiClientOptions(config);
+      const log = createLogger(config.logLevel);
+      const metrics = createMetrics();
+      const api = createBillingApiClient({ ...apiOptions, logger: log, registry: metrics });
+      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader', log });
+      const pipeline = await startPipeline({ kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics, health: createHealth() }, config);
+      console.error(`run: ingress listening on port ${pipeline.ingress.port}; enricher and sink running`);
+      process.exitCode = await stopOnSignal(
+        {
+          async stop() {
+            await pipeline.stop();
+            await api.close();
+          },
+        },
+        log,
+      );
+    });
+}
