@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config.js';
+import { enricherGroupId } from '../enricher/enricher.js';
 import { createPool } from '../db/pool.js';
 import { UserError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
@@ -35,7 +36,7 @@ export function registerReplay(program: Command): void {
     .command('replay')
     .description("move a component's consumer group to the beginning, a time or explicit offsets, or rebuild the warehouse from the snapshot log")
     .addOption(new Option('--group <component>', 'whose consumer group to move').choices(['sink', 'enricher']).default('sink'))
-    .option('--group-id <id>', 'the consumer group id itself (default: SINK_GROUP_ID or <TOPIC_PREFIX>.sink for the sink, <TOPIC_PREFIX>.enricher for the enricher)')
+    .option('--group-id <id>', 'the consumer group id itself (default: SINK_GROUP_ID or <TOPIC_PREFIX>.sink for the sink, <TOPIC_PREFIX>.enricher for the enricher: its router, which reads the webhooks)')
     .option('--topic <topic>', 'a topic to move (repeatable; default: <prefix>.snapshots and <prefix>.webhooks for the sink, <prefix>.webhooks for the enricher)', collect)
     .option('--to-beginning', 'move to the start of each partition')
     .option('--to-timestamp <iso>', 'move to the first record at or after this time (partitions without one: to their end)', isoTime)
@@ -59,7 +60,7 @@ export function registerReplay(program: Command): void {
       const config = loadConfig(process.env);
       const log = createLogger(config.logLevel).child({ component: 'replay' });
       const names = topicNames(config.topicPrefix);
-      const groupId = opts.groupId ?? (opts.group === 'sink' ? sinkGroupId(config) : `${config.topicPrefix}.enricher`);
+      const groupId = opts.groupId ?? (opts.group === 'sink' ? sinkGroupId(config) : enricherGroupId(config.topicPrefix));
       const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-replay', log });
 
       if (opts.rebuild) {
