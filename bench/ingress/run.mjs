@@ -192,7 +192,12 @@ try {
   ingress = undefined;
 
   const http = await startBareHttpProcess();
-  const httpFloor = await cannon(http.url, {}).finally(() => http.child.kill('SIGTERM'));
+  let httpFloor;
+  try {
+    httpFloor = await cannon(http.url, {});
+  } finally {
+    http.child.kill('SIGTERM');
+  }
 
   const bare = await bareProducer(bareSchemaId, bareTopic);
   const ingressPerSecond = saturated.requests.total / saturated.duration;

@@ -30,7 +30,7 @@ beforeAll(async () => {
   broker = kafkaService(dir, port, await freePort());
   await broker.start();
   await broker.waitReady(90_000);
-  t = await startTestIngress({ produceTimeoutMs: 3000 }, { KAFKA_BROKERS: `127.0.0.1:${port}` });
+  t = await startTestIngress({ produceTimeoutMs: 3000 }, { KAFKA_BROKERS: `127.0.0.1:${port}` }, { quiet: true });
 }, 180_000);
 
 afterAll(async () => {

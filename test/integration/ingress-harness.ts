@@ -6,7 +6,7 @@ import { startIngress, type IngressConfig, type RunningIngress } from '../../src
 import type { WebhookRecord } from '../../src/ingress/webhook-record.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { topicNames } from '../../src/kafka/topics.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createRegistry, type Registry } from '../../src/registry/registry.js';
 import { testConfig, uniqueSuffix } from '../helpers/environment.js';
@@ -38,10 +38,11 @@ export interface TestIngress {
 }
 
 /** An ingress on a free loopback port, against the real test Kafka and registry, with its own topics. */
-export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env: Record<string, string> = {}): Promise<TestIngress> {
+export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env: Record<string, string> = {}, options: { quiet?: boolean } = {}): Promise<TestIngress> {
   const config = testConfig(env);
   // The token is a secret, so non-enumerable in Config: a spread leaves it out unless named.
-  const log = createLogger(config.logLevel);
+  // quiet: for tests that break Kafka on purpose, where kafkajs's connection errors are expected noise.
+  const log = options.quiet ? silentLogger : createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'test-ingress', log });
   const registry = createRegistry(config.schemaRegistryUrl);
   const health = createHealth();
