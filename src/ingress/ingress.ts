@@ -4,6 +4,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
+import { ConfigError } from '../errors.js';
 import type { Health } from '../health.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
@@ -151,7 +152,13 @@ function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): voi
 
 function listen(app: Express, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
+    const server = app.listen(port, host, (err?: Error) => {
+      if (!err) return resolve(server);
+      const code = (err as NodeJS.ErrnoException).code;
+      // The operator's to fix: say which variable, in one line.
+      if (code === 'EADDRINUSE' || code === 'EACCES') reject(new ConfigError('INGRESS_PORT', `cannot listen on ${host}:${port} (${code}); choose another port`));
+      else reject(err);
+    });
     // A client that trickles its body cannot hold a connection (and a webhook) forever.
     server.requestTimeout = 30_000;
   });

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { packageRoot } from '../../src/stack/settings.js';
@@ -18,6 +20,19 @@ describe('billing-loader ingress', () => {
     const { code, stdout } = await runCli(['ingress', '--help']);
     expect(code).toBe(0);
     for (const variable of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_BODY_BYTES', 'LOG_LEVEL']) expect(stdout).toContain(variable);
+  });
+
+  it('exits 2 with one line naming INGRESS_PORT when the port is taken', async () => {
+    const port = await freePort();
+    const blocker = createServer().listen(port, '0.0.0.0');
+    await once(blocker, 'listening');
+    try {
+      const { code, stderr } = await runCli(['ingress'], { ...inject('services'), TOPIC_PREFIX: `test_${uniqueSuffix()}`, INGRESS_PORT: String(port), LOG_LEVEL: 'error' });
+      expect(code).toBe(2);
+      expect(stderr.trim().split('\n').filter((line) => line.startsWith('billing-loader:'))).toEqual([expect.stringMatching(/^billing-loader: INGRESS_PORT: cannot listen on .*EADDRINUSE/)]);
+    } finally {
+      blocker.close();
+    }
   });
 
   it('serves webhooks, keeps the body, token and headers out of its logs, and exits 0 on SIGTERM', async () => {
