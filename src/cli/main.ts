@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
+import { registerBackfill } from './backfill-command.js';
 import { registerDemo } from './demo-command.js';
 import { registerEnricher } from './enricher-command.js';
 import { registerIngress } from './ingress-command.js';
@@ -28,6 +29,7 @@ export async function main(argv: string[]): Promise<number> {
   registerIngress(program);
   registerEnricher(program);
   registerRun(program);
+  registerBackfill(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).

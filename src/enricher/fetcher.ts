@@ -104,15 +104,23 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     return current;
   };
 
-  const readResource = async (request: FetchRequest): Promise<ReadResult> => {
-    if (request.prefetched) {
-      metrics.fetches.inc({ type: request.type, outcome: 'prefetched' });
-      return { kind: 'found', body: request.prefetched.body, hash: contentHash(request.prefetched.body), fetchedAt: request.prefetched.fetchedAt };
+  /**
+   * One read for all pending requests of a resource. A body prefetched by the backfill is used
+   * only when every request is a backfill one: a webhook's request needs a fetch that starts
+   * after it was received, which an earlier list page is not.
+   */
+  const readResource = async (pending: Pending[]): Promise<ReadResult> => {
+    const requests = pending.map((p) => p.request);
+    const first = requests[0] as FetchRequest;
+    const prefetched = requests.every((r) => r.prefetched) ? requests.reduce((a, b) => ((b.prefetched?.fetchedAt ?? 0) > (a.prefetched?.fetchedAt ?? 0) ? b : a)).prefetched : undefined;
+    if (prefetched) {
+      metrics.fetches.inc({ type: first.type, outcome: 'prefetched' });
+      return { kind: 'found', body: prefetched.body, hash: contentHash(prefetched.body), fetchedAt: prefetched.fetchedAt };
     }
     try {
-      const result = await deps.reader.getResource(request.type, request.id);
+      const result = await deps.reader.getResource(first.type, first.id);
       const fetchedAt = Date.now();
-      metrics.fetches.inc({ type: request.type, outcome: result.kind });
+      metrics.fetches.inc({ type: first.type, outcome: result.kind });
       return result.kind === 'found' ? { kind: 'found', body: result.body, hash: contentHash(result.body), fetchedAt } : { kind: 'gone', fetchedAt };
     } catch (err) {
       const failure = classifyReadFailure(err);
@@ -162,7 +170,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     // All requests of this batch were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (DESIGN.md property 2).
     const groups = [...byResource.entries()];
-    const results = await Promise.all(groups.map(([, pending]) => readResource((pending[0] as Pending).request)));
+    const results = await Promise.all(groups.map(([, pending]) => readResource(pending)));
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
       pausePartition(payload, failed.failure, failed.err);

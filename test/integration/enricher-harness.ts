@@ -4,14 +4,17 @@ import { startEnricher } from '../../src/enricher/enricher.js';
 import type { ResourceReader } from '../../src/enricher/resource-reader.js';
 import type { SnapshotValue } from '../../src/enricher/fetcher.js';
 import { startIngress, type RunningIngress } from '../../src/ingress/ingress.js';
-import { createKafka } from '../../src/kafka/client.js';
-import { topicNames } from '../../src/kafka/topics.js';
+import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
+import { enricherTopics } from '../../src/enricher/enricher-topics.js';
+import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
+import { PIPELINE_PARTITIONS, topicNames } from '../../src/kafka/topics.js';
 import type { Running } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createRegistry } from '../../src/registry/registry.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
 import { testConfig, uniqueSuffix } from '../helpers/environment.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { createBillingApiClient } from '../../src/billing-api/client.js';
 
 export interface EnricherHarness {
@@ -22,6 +25,12 @@ export interface EnricherHarness {
   snapshots: SnapshotValue[];
   /** DLQ records of the webhooks DLQ, decoded. */
   deadLetters: Record<string, unknown>[];
+  /**
+   * Resolves once the fetcher has processed every request written before the call: one
+   * sentinel request per partition (ids picked with the producer's own partitioner), each
+   * versioned only after everything ahead of it in its partition.
+   */
+  flushEnricher(): Promise<void>;
   /** Starts one more enricher instance on the same groups (for ownership tests). */
   startEnricher(): Promise<Running>;
   versionsOf(type: string, id: string): SnapshotValue[];
@@ -75,9 +84,33 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
     },
   });
 
+  const flushEnricher = async () => {
+    const topic = enricherTopics(config.topicPrefix).requests;
+    const partitioner = defaultPartitioner();
+    const partitionMetadata = Array.from({ length: PIPELINE_PARTITIONS }, (_, partition) => ({ partitionId: partition, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }));
+    const run = uniqueSuffix();
+    const sentinels = new Map<number, string>();
+    for (let i = 0; sentinels.size < PIPELINE_PARTITIONS; i++) {
+      const id = `sentinel-${run}-${i}`;
+      const partition = partitioner({ topic, partitionMetadata, message: { key: `Contract:${id}`, value: null } });
+      if (!sentinels.has(partition)) sentinels.set(partition, id);
+    }
+    const producer = kafka.producer({ createPartitioner: defaultPartitioner });
+    await producer.connect();
+    const now = Date.now();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [...sentinels.values()].map((id) => encodeFetchRequest({ type: 'Contract', id, eventId: null, event: null, receivedAt: now, source: null, prefetched: { body: JSON.stringify({ Id: id }), fetchedAt: now } })),
+    });
+    await producer.disconnect();
+    await waitFor(() => [...sentinels.values()].every((id) => snapshots.some((s) => s.resource_id === id)), { timeoutMs: 60_000, what: 'enricher flushed' });
+  };
+
   return {
     sim,
     ingress,
+    flushEnricher,
     config,
     snapshots,
     deadLetters,

@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import type { Kafka, KafkaMessage } from 'kafkajs';
+
+/**
+ * Reads partitions of a topic from the beginning to their current end, read-committed, calling
+ * `onMessage` in offset order per partition. For state kept in compacted topics (heads, backfill
+ * progress). Uses a throwaway consumer group (kafkajs has no manual assignment), deleted after.
+ * A transactional writer of those partitions must be fenced first, or an open transaction at
+ * the end keeps "the end" out of reach until it completes.
+ */
+export async function readToEnd(
+  kafka: Kafka,
+  topic: string,
+  onMessage: (partition: number, message: KafkaMessage) => void,
+  partitions?: number[],
+): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const wanted = partitions ?? offsets.map((o) => o.partition);
+    const pending = new Set(wanted.filter((p) => offsets.some((o) => o.partition === p && o.high !== o.low)));
+    if (pending.size === 0) return;
+    const groupId = `${topic}.read.${randomUUID()}`;
+    const consumer = kafka.consumer({ groupId, readUncommitted: false, sessionTimeout: 10_000, heartbeatInterval: 1000 });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await new Promise<void>((resolve, reject) => {
+        consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
+        void consumer
+          .run({
+            autoCommit: false,
+            eachBatch: async ({ batch }) => {
+              if (!pending.has(batch.partition)) {
+                consumer.pause([{ topic, partitions: [batch.partition] }]);
+                return;
+              }
+              for (const m of batch.messages) onMessage(batch.partition, m);
+              // lastOffset() counts transaction markers, so lag 0 means the end of the partition.
+              if (batch.offsetLag() === '0') {
+                pending.delete(batch.partition);
+                consumer.pause([{ topic, partitions: [batch.partition] }]);
+                if (pending.size === 0) resolve();
+              }
+            },
+          })
+          .catch(reject);
+      });
+    } finally {
+      await consumer.disconnect();
+      await admin.deleteGroups([groupId]).catch(() => undefined);
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
