@@ -31,8 +31,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function spawnSink(): Promise<ChildProcess> {
+async function spawnSink(): Promise<{ child: ChildProcess; port: number }> {
   const c = h.config;
+  const port = await freePort();
   const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), 'sink'], {
     cwd: packageRoot,
     env: {
@@ -42,7 +43,7 @@ async function spawnSink(): Promise<ChildProcess> {
       DATABASE_URL: c.databaseUrl,
       DATABASE_SCHEMA: c.databaseSchema,
       TOPIC_PREFIX: c.topicPrefix,
-      SINK_PORT: String(await freePort()),
+      SINK_PORT: String(port),
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -50,7 +51,7 @@ async function spawnSink(): Promise<ChildProcess> {
   // Kept for the failure message: a sink that exits by itself shows why.
   child.stderr?.on('data', (d: Buffer) => (sinkOutput += d.toString()));
   children.push(child);
-  return child;
+  return { child, port };
 }
 
 describe('sink: SIGKILL mid-batch and restart', () => {
@@ -65,7 +66,7 @@ describe('sink: SIGKILL mid-batch and restart', () => {
     const total = resources * versions;
     const rows = () => h.count(`SELECT count(*) n FROM ${h.table('resource_versions')}`);
 
-    const first = await spawnSink();
+    const { child: first } = await spawnSink();
     const seen = await waitFor(async () => {
       const n = await rows();
       return n > 0 ? n : 0;
@@ -75,7 +76,7 @@ describe('sink: SIGKILL mid-batch and restart', () => {
     const atKill = await rows();
     expect(seen).toBeLessThan(total); // the sink was killed before it had everything
 
-    const second = await spawnSink();
+    const { child: second, port } = await spawnSink();
     await waitFor(async () => (await rows()) === total, { what: `all ${total} rows after restart (had ${atKill} at the kill); sink output: ${sinkOutput.slice(-2000)}`, timeoutMs: 120_000 });
 
     // Exactly the produced versions: every (resource, version) once, 1..25 per resource.
@@ -91,6 +92,12 @@ describe('sink: SIGKILL mid-batch and restart', () => {
       `SELECT count(*) n FROM ${h.table('resource_versions')} WHERE (body->>'version')::int <> version OR body->>'Id' <> resource_id`,
     );
     expect(mismatched).toBe(0);
+
+    // The ops endpoints of the running sink: ready, and the rows it wrote counted.
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, { what: 'sink ready' });
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^billing_loader_sink_rows_written_total\{table="resource_versions"\} \d+$/m);
+    expect(metrics).toMatch(/^billing_loader_sink_commit_latency_seconds_count \d+$/m);
 
     second.kill('SIGTERM');
     const [code] = (await once(second, 'exit')) as [number | null];
