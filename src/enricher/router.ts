@@ -33,7 +33,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consume
   await Promise.all([consumer.connect(), producer.connect()]);
   await consumer.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
 
-  const handleBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }: EachBatchPayload) => {
+  const handleBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }: EachBatchPayload) => {
     const requests: { key: string; value: Buffer }[] = [];
     const letters: DeadLetter[] = [];
     for (const message of batch.messages) {
@@ -74,7 +74,10 @@ export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consume
       deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     }
     resolveOffset(batch.lastOffset());
-    await commitOffsetsIfNecessary();
+    // With autoCommit off and no interval or threshold, kafkajs's commitOffsetsIfNecessary() with
+    // no argument commits nothing: pass the resolved offsets, or the group never moves and every
+    // restart re-routes the topic from the beginning.
+    await commitOffsetsIfNecessary(uncommittedOffsets());
     await heartbeat();
   };
 
