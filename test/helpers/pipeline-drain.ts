@@ -1,0 +1,115 @@
+import type { Kafka } from 'kafkajs';
+import type pg from 'pg';
+import type { Config } from '../../src/config.js';
+import { quoteIdent } from '../../src/db/pool.js';
+import { enricherGroupId } from '../../src/enricher/enricher.js';
+import { enricherTopics } from '../../src/enricher/enricher-topics.js';
+import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
+import { defaultPartitioner } from '../../src/kafka/client.js';
+import { PIPELINE_PARTITIONS, topicNames } from '../../src/kafka/topics.js';
+import type { Simulator } from '../../src/simulator/simulator.js';
+import { uniqueSuffix } from './environment.js';
+import { waitFor } from './wait-for.js';
+import { SENTINEL_PREFIX } from './warehouse-truth.js';
+
+/** Records in a topic (high minus low watermark, summed over partitions). */
+export async function topicRecordCount(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(topic)) return 0;
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** How far a group's committed offsets are behind the end of a topic, summed over partitions (-1 offsets count as 0). */
+export async function groupLag(kafka: Kafka, groupId: string, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const ends = await admin.fetchTopicOffsets(topic);
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+    return ends.reduce((sum, p) => sum + Math.max(0, Number(p.high) - (at.get(p.partition) ?? 0)), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * One sentinel fetch request per partition of the enricher's request topic (ids chosen with the
+ * producer's own partitioner), carrying its body so that no API call is made. The fetcher
+ * versions a sentinel only after every request ahead of it in its partition, and the sink
+ * writes it only after every snapshot ahead of it (same key, same partition number): once all
+ * sentinels are rows of `resource_versions`, everything requested before the call is in the
+ * warehouse.
+ */
+export async function flushSnapshots(kafka: Kafka, config: Pick<Config, 'topicPrefix' | 'databaseSchema'>, pool: pg.Pool, timeoutMs = 90_000): Promise<void> {
+  const topic = enricherTopics(config.topicPrefix).requests;
+  const partitioner = defaultPartitioner();
+  const partitionMetadata = Array.from({ length: PIPELINE_PARTITIONS }, (_, partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }));
+  const run = uniqueSuffix();
+  const sentinels = new Map<number, string>();
+  for (let i = 0; sentinels.size < PIPELINE_PARTITIONS; i++) {
+    const id = `${SENTINEL_PREFIX}${run}-${i}`;
+    const partition = partitioner({ topic, partitionMetadata, message: { key: `Contract:${id}`, value: null } });
+    if (!sentinels.has(partition)) sentinels.set(partition, id);
+  }
+  const producer = kafka.producer({ createPartitioner: defaultPartitioner });
+  await producer.connect();
+  try {
+    const now = Date.now();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [...sentinels.values()].map((id) => encodeFetchRequest({ type: 'Contract', id, eventId: null, event: null, receivedAt: now, source: null, prefetched: { body: JSON.stringify({ Id: id }), fetchedAt: now } })),
+    });
+  } finally {
+    await producer.disconnect();
+  }
+  const ids = [...sentinels.values()];
+  const table = `${quoteIdent(config.databaseSchema)}.resource_versions`;
+  await waitFor(
+    async () => {
+      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE resource_type = 'Contract' AND resource_id = ANY($1)`, [ids]);
+      return rows[0]?.n === ids.length;
+    },
+    { timeoutMs, intervalMs: 200, what: 'flush sentinels reached the warehouse' },
+  );
+}
+
+/**
+ * Waits, deterministically, until the pipeline has nothing left to do:
+ * 1. the simulator has no delivery pending (each one delivered or dropped);
+ * 2. the enricher's router has committed every webhook (its requests are written first);
+ * 3. two rounds of flush sentinels reach the warehouse: the first proves every request was
+ *    fetched and written, which also wrote every follow-up request (contract → customer) in the
+ *    same transaction; the second proves those follow-ups were fetched and written too;
+ * 4. `webhook_events` holds as many rows as the webhooks topic has records.
+ */
+export async function drainPipeline(args: { kafka: Kafka; config: Pick<Config, 'topicPrefix' | 'databaseSchema'>; pool: pg.Pool; sim: Simulator; timeoutMs?: number }): Promise<void> {
+  const { kafka, config, pool, sim } = args;
+  const timeoutMs = args.timeoutMs ?? 120_000;
+  const names = topicNames(config.topicPrefix);
+  await waitFor(() => sim.stats().webhooks.pending === 0, { timeoutMs, intervalMs: 100, what: 'simulator deliveries done' });
+  await waitFor(async () => (await groupLag(kafka, enricherGroupId(config.topicPrefix), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'enricher router committed every webhook' });
+  await flushSnapshots(kafka, config, pool, timeoutMs);
+  await flushSnapshots(kafka, config, pool, timeoutMs);
+  const expected = await topicRecordCount(kafka, names.webhooks);
+  await waitFor(
+    async () => {
+      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${quoteIdent(config.databaseSchema)}.webhook_events`);
+      return rows[0]?.n === expected;
+    },
+    { timeoutMs, intervalMs: 200, what: `webhook_events holds all ${expected} records of the webhooks topic` },
+  );
+}
+
+/** Records in both DLQ topics. */
+export async function deadLetterCount(kafka: Kafka, prefix: string): Promise<number> {
+  const names = topicNames(prefix);
+  return (await topicRecordCount(kafka, names.webhooksDlq)) + (await topicRecordCount(kafka, names.snapshotsDlq));
+}
