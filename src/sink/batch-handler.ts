@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
 import { writeBatch, type BatchOutcome } from './batch-writer.js';
-import type { DeadLetter, DeadLetterWriter } from './dead-letters.js';
+import type { DeadLetter, DeadLetterWriter } from '../kafka/dead-letters.js';
 import { decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
 

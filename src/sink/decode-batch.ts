@@ -1,7 +1,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
-import type { DeadLetter } from './dead-letters.js';
+import type { DeadLetter } from '../kafka/dead-letters.js';
 import { InvalidRecordError, toSnapshotRow, toWebhookRow, type SnapshotRow, type WebhookRow } from './records.js';
 
 export type InputKind = 'snapshots' | 'webhooks';

@@ -10,7 +10,7 @@ import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { createRegistry, type Registry } from '../registry/registry.js';
 import { createBatchHandler } from './batch-handler.js';
-import { createDeadLetterWriter } from './dead-letters.js';
+import { createDeadLetterWriter } from '../kafka/dead-letters.js';
 import { createSinkMetrics } from './sink-metrics.js';
 
 export interface SinkDeps {

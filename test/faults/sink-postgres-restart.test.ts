@@ -3,7 +3,7 @@ import { postgresService } from '../../src/stack/postgres-service.js';
 import { defaultStackDir, readStackPorts } from '../../src/stack/settings.js';
 import { testConfig } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { createSinkHarness, metricValue, snapshot, webhook, type SinkHarness } from './sink-harness.js';
+import { createSinkHarness, metricValue, snapshot, webhook, type SinkHarness } from '../integration/sink-harness.js';
 
 /**
  * PostgreSQL stopped and started again while the sink is loading: nothing is lost, nothing
