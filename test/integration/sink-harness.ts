@@ -34,6 +34,11 @@ export interface SinkHarness {
   produceRaw(topic: string, messages: { key: string; value: Buffer }[]): Promise<void>;
   startSink(options?: SinkOptions): Promise<Running & { metrics: ReturnType<typeof createMetrics> }>;
   count(sql: string): Promise<number>;
+  /**
+   * Rows of `a.<relation>` and `b.<relation>` that differ (both directions, duplicates counted),
+   * over every column but `loaded_at`: when a row landed describes the load, not the history.
+   */
+  rowDifference(a: string, b: string, relation: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -143,6 +148,15 @@ export async function createSinkHarness(config: Config): Promise<SinkHarness> {
       const sink = await startSink({ log, metrics, health: createHealth() }, config, options);
       sinks.push(sink);
       return { stop: () => sink.stop(), metrics };
+    },
+    async rowDifference(a, b, relation) {
+      const { rows } = await pool.query<{ c: string }>(
+        `SELECT quote_ident(column_name) AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name <> 'loaded_at' ORDER BY ordinal_position`,
+        [a.replace(/^"|"$/g, ''), relation],
+      );
+      const cols = rows.map((r) => r.c).join(', ');
+      const sql = `SELECT count(*) n FROM ((SELECT ${cols} FROM ${a}.${relation} EXCEPT ALL SELECT ${cols} FROM ${b}.${relation}) UNION ALL (SELECT ${cols} FROM ${b}.${relation} EXCEPT ALL SELECT ${cols} FROM ${a}.${relation})) d`;
+      return Number((await pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
     },
     async count(sql) {
       const { rows } = await pool.query<{ n: string }>(sql);
