@@ -1,0 +1,242 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { Kafka } from 'kafkajs';
+import type pg from 'pg';
+import { expect } from 'vitest';
+import type { Config } from '../../src/config.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createKafka } from '../../src/kafka/client.js';
+import { silentLogger } from '../../src/log.js';
+import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
+import { packageRoot } from '../../src/stack/settings.js';
+import { testConfig } from '../helpers/environment.js';
+import { deadLetterCount, drainPipeline } from '../helpers/pipeline-drain.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { compareWarehouseToTruth, compareWebhooksToDeliveries, type TruthReport, type WebhookCoverage } from '../helpers/warehouse-truth.js';
+
+export type Component = 'ingress' | 'enricher' | 'sink';
+const COMPONENTS: Component[] = ['sink', 'enricher', 'ingress'];
+
+/** One line of the fault matrix (README), also written to test/faults/results/<fault>.json. */
+export interface FaultFigures {
+  fault: string;
+  /** Deliveries the ingress answered with a 2xx. */
+  acknowledged: number;
+  /** Acknowledged deliveries missing from webhook_events. */
+  lost: number;
+  /** Consecutive versions of one resource with the same content. */
+  duplicateVersions: number;
+  /** Versions missing from 1..n. */
+  gaps: number;
+  /** Rows of webhook_events beyond the acknowledged deliveries (a 503'd write that landed anyway, then retried). */
+  extraWebhookRows: number;
+  /** Deliveries the simulator gave up on (attempts exhausted). */
+  dropped: number;
+  deadLetters: number;
+  objects: number;
+  versions: number;
+  /** Attempts that got no 2xx (refused connection, 503, timeout): the sender retried them. */
+  failedAttempts: number;
+  durationMs: number;
+}
+
+export interface FaultRunOptions {
+  /** Name in the matrix and of the results file. */
+  fault: string;
+  seed?: number;
+  /** Overrides of the configuration (e.g. KAFKA_BROKERS of a private broker). */
+  env?: Record<string, string>;
+  /** Extra environment of one component's process. */
+  componentEnv?: Partial<Record<Component, Record<string, string>>>;
+  sim?: SimulatorOptions;
+}
+
+export interface FaultRun {
+  config: Config;
+  sim: Simulator;
+  pool: pg.Pool;
+  kafka: Kafka;
+  /** Spawns the component (`node bin/billing-loader.js <component>`) and waits for its /readyz. */
+  start(component: Component): Promise<void>;
+  /** kill -9, and waits for the process to be gone. */
+  kill(component: Component): Promise<void>;
+  /** Plays the default scenario (resolves when the last event is emitted). */
+  playScenario(): Promise<ScenarioResult>;
+  /** Waits until `webhook_events` holds at least `n` rows: the pipeline is flowing end to end. */
+  waitForRows(n: number): Promise<void>;
+  /** Resolves once `extra` more events were emitted since the call: the scenario went on meanwhile. */
+  eventsLater(extra: number): Promise<void>;
+  /** Drains the pipeline, compares the warehouse with the truth, writes the figures. */
+  finish(): Promise<{ figures: FaultFigures; truth: TruthReport; webhooks: WebhookCoverage }>;
+  /** Last lines each process wrote on stderr (for failure messages). */
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+/**
+ * The pipeline as three separate processes (the built CLI: `npm test` builds dist/ first; run
+ * `npm run build` when developing), a simulator in this process pointed at them with small
+ * retry delays and some late, duplicated and reordered deliveries, a migrated private schema
+ * and private topics. Each fault test starts it, plays the scenario, does its damage, and
+ * calls `finish()`.
+ */
+export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun> {
+  const started = Date.now();
+  const config = testConfig({ LOG_LEVEL: 'warn', ...options.env });
+  const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: `fault-${options.fault}`, log: silentLogger, max: 3 });
+  // kafkajs's reconnection noise while a broker is down is expected here: keep it out of the output.
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `fault-${options.fault}`, log: silentLogger });
+  await migrate(pool, { schema: config.databaseSchema, log: silentLogger });
+  const ports: Record<Component, number> = { ingress: await freePort(), enricher: await freePort(), sink: await freePort() };
+  const sim = await startSimulator({
+    seed: options.seed ?? 11,
+    rateLimit: { requestsPerSecond: 0 },
+    webhookUrl: `http://127.0.0.1:${ports.ingress}/webhooks`,
+    ...options.sim,
+    // Retries start at 100 ms and double (spec 6.1): 12 attempts span about 200 s, longer than any outage here.
+    delivery: { retryBaseDelayMs: 100, attemptTimeoutMs: 10_000, duplicateRate: 0.1, lateRate: 0.05, lateDelayMs: 1000, reorderRate: 0.1, ...options.sim?.delivery },
+  });
+  const children = new Map<Component, ChildProcess>();
+  const output: Record<Component, string> = { ingress: '', enricher: '', sink: '' };
+
+  const env = (component: Component): NodeJS.ProcessEnv => ({
+    ...process.env,
+    KAFKA_BROKERS: config.kafkaBrokers.join(','),
+    SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
+    DATABASE_URL: config.databaseUrl,
+    DATABASE_SCHEMA: config.databaseSchema,
+    TOPIC_PREFIX: config.topicPrefix,
+    LOG_LEVEL: config.logLevel,
+    BILLING_API_URL: sim.baseUrl,
+    BILLING_AUTH_URL: sim.authUrl,
+    BILLING_CLIENT_ID: sim.clientId,
+    BILLING_CLIENT_SECRET: sim.clientSecret,
+    BILLING_API_REQUESTS_PER_SECOND: '200',
+    BILLING_API_MAX_CONCURRENCY: '16',
+    INGRESS_PORT: String(ports.ingress),
+    ENRICHER_PORT: String(ports.enricher),
+    SINK_PORT: String(ports.sink),
+    ...options.componentEnv?.[component],
+  });
+
+  const start = async (component: Component) => {
+    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), component], { cwd: packageRoot, env: env(component), stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr?.on('data', (d: Buffer) => (output[component] = (output[component] + d.toString()).slice(-4000)));
+    children.set(component, child);
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${component} exited with ${child.exitCode}: ${output[component]}`);
+        return (await fetch(`http://127.0.0.1:${ports[component]}/readyz`)).status === 200;
+      },
+      { timeoutMs: 90_000, intervalMs: 200, what: `${component} ready` },
+    );
+  };
+
+  const kill = async (component: Component) => {
+    const child = children.get(component);
+    if (!child || child.exitCode !== null || child.signalCode !== null) throw new Error(`${component} is not running`);
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  };
+
+  const count = async (table: string) => {
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${quoteIdent(config.databaseSchema)}.${quoteIdent(table)}`);
+    return rows[0]?.n ?? 0;
+  };
+
+  const run: FaultRun = {
+    config,
+    sim,
+    pool,
+    kafka,
+    start,
+    kill,
+    playScenario: () => sim.runScenario({ name: 'default', customers: 16, stepDelayMs: 100 }),
+    async waitForRows(n) {
+      await waitFor(async () => (await count('webhook_events')) >= n, { timeoutMs: 60_000, intervalMs: 100, what: `${n} webhooks in the warehouse` });
+    },
+    async eventsLater(extra) {
+      const target = sim.stats().events + extra;
+      await waitFor(() => sim.stats().events >= target, { timeoutMs: 60_000, intervalMs: 100, what: `${extra} more events` });
+    },
+    async finish() {
+      await drainPipeline({ kafka, config, pool, sim, timeoutMs: 150_000 });
+      const webhooks = await compareWebhooksToDeliveries(pool, config.databaseSchema, sim);
+      const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
+      const stats = sim.stats().webhooks;
+      const figures: FaultFigures = {
+        fault: options.fault,
+        acknowledged: webhooks.acknowledged,
+        lost: webhooks.lost,
+        duplicateVersions: truth.duplicateVersions,
+        gaps: truth.gaps,
+        extraWebhookRows: webhooks.extraRows,
+        dropped: stats.dropped,
+        deadLetters: await deadLetterCount(kafka, config.topicPrefix),
+        objects: truth.objects,
+        versions: truth.versions,
+        failedAttempts: stats.attempts - stats.delivered,
+        durationMs: Date.now() - started,
+      };
+      // The matrix of the README: one JSON file per fault (git-ignored).
+      const dir = join(packageRoot, 'test', 'faults', 'results');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${options.fault}.json`), `${JSON.stringify({ ...figures, at: new Date().toISOString() })}\n`);
+      return { figures, truth, webhooks };
+    },
+    logs: () => COMPONENTS.map((c) => `--- ${c}\n${output[c]}`).join('\n'),
+    async stop() {
+      await sim.stop();
+      await Promise.all(
+        [...children.values()].map(async (child) => {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          const exited = once(child, 'exit');
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          await exited;
+          clearTimeout(timer);
+        }),
+      );
+      await pool.end();
+    },
+  };
+  try {
+    await Promise.all(COMPONENTS.map((c) => start(c)));
+  } catch (err) {
+    await run.stop();
+    throw err;
+  }
+  return run;
+}
+
+/**
+ * What must hold after every fault (DESIGN.md property 6): no acknowledged webhook missing from
+ * `webhook_events`, versions gap-free with no duplicate consecutive content and true to the
+ * simulator's history, and nothing in the DLQs.
+ */
+export function expectNothingLost(result: Awaited<ReturnType<FaultRun['finish']>>, logs: string): void {
+  const { figures, truth, webhooks } = result;
+  expect(webhooks.problems, logs).toEqual([]);
+  expect(figures.lost).toBe(0);
+  expect(figures.dropped).toBe(0);
+  expect(truth.problems, logs).toEqual([]);
+  expect(figures.duplicateVersions).toBe(0);
+  expect(figures.gaps).toBe(0);
+  expect(figures.deadLetters, logs).toBe(0);
+  expect(figures.acknowledged).toBeGreaterThan(0);
+  expect(figures.versions).toBeGreaterThan(figures.objects);
+}
