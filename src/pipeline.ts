@@ -1,23 +1,11 @@
-import type { Kafka } from 'kafkajs';
-import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from './config.js';
-import { startEnricher } from './enricher/enricher.js';
-import type { ResourceReader } from './enricher/resource-reader.js';
-import type { Health } from './health.js';
+import { startEnricher, type EnricherDeps } from './enricher/enricher.js';
 import { startIngress, type RunningIngress } from './ingress/ingress.js';
 import type { Running } from './lifecycle.js';
-import type { Logger } from './log.js';
-import type { Registry } from './registry/registry.js';
 import { startSink } from './sink/sink.js';
 
-export interface PipelineDeps {
-  kafka: Kafka;
-  registry: Registry;
-  reader: ResourceReader;
-  log: Logger;
-  metrics: MetricsRegistry;
-  health: Health;
-}
+/** What the pipeline needs: exactly what the enricher needs; ingress and sink use a part of it. */
+export type PipelineDeps = EnricherDeps;
 
 export interface RunningPipeline extends Running {
   ingress: RunningIngress;

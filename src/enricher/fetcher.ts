@@ -8,12 +8,14 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
 import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.js';
+import { customerReference } from '../billing-api/customer-reference.js';
 import { contentHash } from './canonical-hash.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from './enricher-topics.js';
 import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
 import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
 import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
+import type { SnapshotRecord } from './snapshot-record.js';
 import { nextVersion } from './versioning.js';
 
 export interface FetcherDeps {
@@ -179,7 +181,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     failures.delete(batch.partition);
     deps.health.setCondition('billing-api', undefined);
 
-    const snapshots: { key: string; value: SnapshotValue }[] = [];
+    const snapshots: { key: string; value: SnapshotRecord }[] = [];
     const headRecords: Message[] = [];
     const followUps: Message[] = [];
     const newHeads = new Map<string, StoredHead>();
@@ -194,7 +196,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
       const head = newHeads.get(key) ?? partitionHeads.get(key);
       const next = nextVersion(head, result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : { kind: 'gone' });
       if (result.kind === 'found' && first.type === 'Contract') {
-        const customerId = customerIdOf(result.body);
+        const customerId = customerReference(JSON.parse(result.body) as unknown);
         if (customerId) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined }));
       }
       if (!next) {
@@ -291,29 +293,4 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
       await closeProducers();
     },
   };
-}
-
-/** The snapshot record's fields before Avro encoding (schemas/resource-snapshot.avsc). */
-export interface SnapshotValue {
-  resource_type: string;
-  resource_id: string;
-  version: number;
-  fetched_at: number;
-  deleted: boolean;
-  content_hash: string;
-  body: string | null;
-  source_event_ids: string[];
-  source_events: string[];
-  sources: { topic: string; partition: number; offset: number }[];
-}
-
-/** The contract's customer reference (spec 2), matched case-insensitively (spec 9.3). */
-export function customerIdOf(body: string): string | undefined {
-  try {
-    const parsed = JSON.parse(body) as Record<string, unknown>;
-    for (const [k, v] of Object.entries(parsed)) if (k.toLowerCase() === 'customerid' && typeof v === 'string' && v !== '') return v;
-  } catch {
-    // A contract body that is not JSON has no customer reference to follow.
-  }
-  return undefined;
 }

@@ -1,3 +1,4 @@
+import { customerReference } from '../billing-api/customer-reference.js';
 import { LoaderError } from '../errors.js';
 
 /** Where a record came from; kept on every row and every dead letter. */
@@ -113,13 +114,9 @@ export function customerIdOf(body: string): string | null {
   } catch {
     throw new InvalidRecordError('body is not valid JSON');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
-  for (const [key, val] of Object.entries(parsed)) {
-    if (key.toLowerCase() !== 'customerid') continue;
-    if (typeof val === 'string') return val.includes(NUL) ? null : val;
-    if (typeof val === 'number') return String(val);
-  }
-  return null;
+  const id = customerReference(parsed);
+  // PostgreSQL text cannot hold NUL: such a reference is not stored (the body keeps it).
+  return id === undefined || id.includes(NUL) ? null : id;
 }
 
 export function toWebhookRow(value: unknown, coordinates: Coordinates): WebhookRow {

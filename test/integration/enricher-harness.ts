@@ -2,7 +2,7 @@ import type { Consumer } from 'kafkajs';
 import { createHealth } from '../../src/health.js';
 import { startEnricher } from '../../src/enricher/enricher.js';
 import type { ResourceReader } from '../../src/enricher/resource-reader.js';
-import type { SnapshotValue } from '../../src/enricher/fetcher.js';
+import type { SnapshotRecord } from '../../src/enricher/snapshot-record.js';
 import { startIngress, type RunningIngress } from '../../src/ingress/ingress.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
 import { enricherTopics } from '../../src/enricher/enricher-topics.js';
@@ -22,7 +22,7 @@ export interface EnricherHarness {
   ingress: RunningIngress;
   config: ReturnType<typeof testConfig>;
   /** Snapshot records published so far (read-committed), in topic order per partition. */
-  snapshots: SnapshotValue[];
+  snapshots: SnapshotRecord[];
   /** DLQ records of the webhooks DLQ, decoded. */
   deadLetters: Record<string, unknown>[];
   /**
@@ -33,7 +33,7 @@ export interface EnricherHarness {
   flushEnricher(): Promise<void>;
   /** Starts one more enricher instance on the same groups (for ownership tests). */
   startEnricher(): Promise<Running>;
-  versionsOf(type: string, id: string): SnapshotValue[];
+  versionsOf(type: string, id: string): SnapshotRecord[];
   stop(): Promise<void>;
 }
 
@@ -71,7 +71,7 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
   await startOne();
 
   const names = topicNames(config.topicPrefix);
-  const snapshots: SnapshotValue[] = [];
+  const snapshots: SnapshotRecord[] = [];
   const deadLetters: Record<string, unknown>[] = [];
   const collector: Consumer = kafka.consumer({ groupId: `collector-${uniqueSuffix()}`, readUncommitted: false });
   await collector.connect();
@@ -79,7 +79,7 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
   await collector.run({
     eachMessage: async ({ topic, message }) => {
       const value = (await registry.decode(message.value as Buffer)) as Record<string, unknown>;
-      if (topic === names.snapshots) snapshots.push(value as unknown as SnapshotValue);
+      if (topic === names.snapshots) snapshots.push(value as unknown as SnapshotRecord);
       else deadLetters.push(value);
     },
   });

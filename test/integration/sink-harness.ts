@@ -1,3 +1,4 @@
+import type { SnapshotRecord } from '../../src/enricher/snapshot-record.js';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kafka, Producer } from 'kafkajs';
 import type pg from 'pg';
@@ -42,18 +43,7 @@ export interface SinkHarness {
   close(): Promise<void>;
 }
 
-export interface SnapshotRecord {
-  resource_type: string;
-  resource_id: string;
-  version: number;
-  fetched_at: number;
-  deleted: boolean;
-  content_hash: string;
-  body: string | null;
-  source_event_ids: string[];
-  source_events: string[];
-  sources: { topic: string; partition: number; offset: number }[];
-}
+export type { SnapshotRecord } from '../../src/enricher/snapshot-record.js';
 
 export interface WebhookRecord {
   event_id: string;
