@@ -15,6 +15,8 @@ export interface FetchRequest {
   /** When the webhook was received (ms); a fetch that starts later is fresh for it. */
   receivedAt: number;
   source: { topic: string; partition: number; offset: string } | null;
+  /** Keys of the other resources the same webhook named (a contract's customer follow-up is skipped when one of them is it). */
+  siblings?: string[];
   /** A body already read from a list endpoint (backfill): versioned without another fetch. */
   prefetched?: { body: string; fetchedAt: number };
 }
@@ -40,6 +42,7 @@ export function decodeFetchRequest(value: Buffer | null): FetchRequest {
     event: r.event ?? null,
     receivedAt: r.receivedAt,
     source: r.source ?? null,
+    ...(Array.isArray(r.siblings) ? { siblings: r.siblings.filter((k): k is string => typeof k === 'string') } : {}),
     ...(r.prefetched ? { prefetched: r.prefetched } : {}),
   };
 }

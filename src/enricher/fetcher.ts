@@ -197,7 +197,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
       const next = nextVersion(head, result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : { kind: 'gone' });
       if (result.kind === 'found' && first.type === 'Contract') {
         const customerId = customerReference(JSON.parse(result.body) as unknown);
-        if (customerId) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined }));
+        // Read the customer after its contract (spec 2), unless a webhook behind this read
+        // already asked for that very customer: then it is fetched for that webhook anyway.
+        const customerKey = customerId === undefined ? undefined : resourceKey('Customer', customerId);
+        const alreadyRequested = pending.some((p) => customerKey !== undefined && p.request.siblings?.includes(customerKey));
+        if (customerId && !alreadyRequested) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined }));
       }
       if (!next) {
         metrics.unchanged.inc({ type: first.type });

@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { resourceKey } from '../billing-api/resource-types.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
@@ -56,13 +57,16 @@ export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consume
       }
       const refs = resourcesOf(record);
       deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) ? record.event : 'unknown' });
+      const keys = refs.map((r) => resourceKey(r.type, r.id));
       for (const ref of refs) {
+        const own = resourceKey(ref.type, ref.id);
         const request: FetchRequest = {
           ...ref,
           eventId: record.event_id,
           event: record.event,
           receivedAt: record.received_at,
           source: { topic: batch.topic, partition: batch.partition, offset: message.offset },
+          ...(keys.length > 1 ? { siblings: keys.filter((k) => k !== own) } : {}),
         };
         requests.push(encodeFetchRequest(request));
       }

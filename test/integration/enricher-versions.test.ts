@@ -26,6 +26,17 @@ describe('enricher: exact versions from the real API', () => {
     expect(contract?.sources[0]?.topic).toBe(`${h.config.topicPrefix}.webhooks`);
   });
 
+  it('a contract brings its customer, even when no webhook names the customer', async () => {
+    h.sim.setWebhookUrl(undefined);
+    const s = h.sim.billing.signup();
+    h.sim.setWebhookUrl(`${h.ingress.url}/webhooks`);
+    h.sim.emit({ Event: 'ContractChanged', ContractId: s.contractId });
+    await waitFor(() => h.versionsOf('Customer', s.customerId).length === 1, { what: 'customer via its contract' });
+    const [customer] = h.versionsOf('Customer', s.customerId);
+    expect(JSON.parse(customer?.body as string)).toEqual(h.sim.current('Customer', s.customerId));
+    expect(customer?.source_events).toEqual(['ContractChanged']);
+  });
+
   it('a change gives the next version; duplicated webhooks give none', async () => {
     const s = h.sim.billing.signup({ trial: false });
     await waitFor(() => h.versionsOf('Contract', s.contractId).length === 1, { what: 'v1' });

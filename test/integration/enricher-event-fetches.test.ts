@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { RESOURCE_TYPE_INFO, type ResourceType } from '../../src/billing-api/resource-types.js';
+import { KNOWN_EVENTS } from '../../src/enricher/event-resources.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { startEnricherHarness, type EnricherHarness } from './enricher-harness.js';
+
+let h: EnricherHarness;
+const ids = {} as Record<ResourceType, string>;
+beforeAll(async () => {
+  h = await startEnricherHarness();
+  h.sim.setWebhookUrl(undefined);
+  await h.sim.runScenario({ name: 'default', customers: 6 });
+  for (const type of Object.keys(RESOURCE_TYPE_INFO) as ResourceType[]) {
+    const id = h.sim.ids(type).find((i) => h.sim.current(type, i));
+    if (!id) throw new Error(`the scenario made no ${type}`);
+    ids[type] = id;
+  }
+  h.sim.setWebhookUrl(`${h.ingress.url}/webhooks`);
+});
+afterAll(async () => {
+  await h?.stop();
+});
+
+/** DESIGN.md's event table, as the payloads the service sends and the fetches they must cause. */
+const CONTRACT = ['Contract', 'Customer'] as const; // a contract read brings its customer
+const cases: [string, Record<string, string>, readonly ResourceType[]][] = [
+  ['OrderSucceeded', { ContractId: 'Contract', OrderId: 'Order' }, ['Order', ...CONTRACT]],
+  ...['ContractCreated', 'ContractChanged', 'ContractCancelled', 'RecurringBillingApproaching', 'TrialEndApproaching', 'AccountCreated', 'PaymentBearerExpiring', 'PaymentBearerExpired', 'PaymentDataChanged', 'PaymentProcessStatusChanged', 'PaymentRegistered'].map(
+    (e) => [e, { ContractId: 'Contract' }, CONTRACT] as [string, Record<string, string>, readonly ResourceType[]],
+  ),
+  ...['CustomerCreated', 'CustomerChanged', 'CustomerDeleted', 'CustomerLocked', 'CustomerUnlocked'].map((e) => [e, { CustomerId: 'Customer' }, ['Customer']] as [string, Record<string, string>, readonly ResourceType[]]),
+  ['DunningCreated', { DunningId: 'Dunning' }, ['Dunning']],
+  ['InvoiceCreated', { InvoiceId: 'Invoice' }, ['Invoice']],
+  ['InvoiceCorrected', { OldInvoiceDraftId: 'InvoiceDraft', NewInvoiceDraftId: 'InvoiceDraft', OldInvoiceId: 'Invoice' }, ['InvoiceDraft', 'Invoice']],
+  ['DebitAuthCancelled', { ContractId: 'Contract', CustomerId: 'Customer', YourCustomerId: 'mine', PaymentProvider: 'Debit' }, CONTRACT],
+  ['PaymentEscalationReset', { ContractId: 'Contract', CustomerId: 'Customer' }, CONTRACT],
+  ['PaymentEscalated', { ContractId: 'Contract', CustomerId: 'Customer', PaymentEscalationProcessId: 'PaymentEscalationProcess' }, [...CONTRACT, 'PaymentEscalationProcess']],
+  ['PaymentFailed', { PaymentTransactionId: 'PaymentTransaction' }, ['PaymentTransaction']],
+  ['PaymentSucceeded', { PaymentTransactionId: 'PaymentTransaction' }, ['PaymentTransaction']],
+  ['SomethingNew', { Note: 'x', DunningId: 'Dunning' }, ['Dunning']],
+];
+
+const fetchedTypes = (): Record<string, number> => {
+  const counts: Record<string, number> = {};
+  for (const [route, outcomes] of Object.entries(h.sim.stats().requests.byRoute)) {
+    const m = /^GET \/api\/v1\/(\w+)\/:id$/.exec(route);
+    const type = m && (Object.keys(RESOURCE_TYPE_INFO) as ResourceType[]).find((t) => RESOURCE_TYPE_INFO[t].path === m[1]);
+    if (type) counts[type] = Object.values(outcomes).reduce((a, b) => a + b, 0);
+  }
+  return counts;
+};
+
+it('covers every event of the spec', () => {
+  expect(cases.map((c) => c[0]).filter((e) => e !== 'SomethingNew').sort()).toEqual([...KNOWN_EVENTS].sort());
+});
+
+it('each event fetches exactly the resources DESIGN.md names (a contract also brings its customer)', { timeout: 180_000 }, async () => {
+  for (const [event, fields, expected] of cases) {
+    h.sim.resetRequestStats();
+    const payload: Record<string, string> = { Event: event };
+    for (const [field, type] of Object.entries(fields)) payload[field] = type in ids ? ids[type as ResourceType] : type;
+    h.sim.emit(payload as { Event: string });
+    const want: Record<string, number> = {};
+    for (const t of expected) want[t] = (want[t] ?? 0) + 1;
+    await waitFor(() => expected.every((t) => (fetchedTypes()[t] ?? 0) >= (want[t] ?? 0)), { what: `fetches for ${event}` });
+    await h.flushEnricher(); // anything else it would cause has happened by now
+    expect(fetchedTypes(), event).toEqual(want);
+  }
+});
