@@ -17,6 +17,19 @@ export type ParseResult = { ok: true; webhook: ParsedWebhook } | { ok: false; er
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
+/**
+ * Deepest nesting of objects and arrays accepted. Upstream webhooks are flat (spec 6.1: Event and
+ * identifiers); a deeply nested unknown field is hostile, and a few thousand levels overflow the
+ * stack when the record is built here (a 500) or PostgreSQL's jsonb parser in the sink (SQLSTATE
+ * 54001, which the sink would retry forever). Found by test/integration/bad-input-sweep.test.ts.
+ */
+export const MAX_NESTING_DEPTH = 64;
+
+// A lone UTF-16 surrogate (from a `\ud800` escape) has no UTF-8 form: the record would carry
+// U+FFFD replacement characters instead, and the enricher would fetch an id that is not the one
+// received (DESIGN.md property 8). With the u flag, a valid pair is one code point and does not match.
+const LONE_SURROGATE = /\p{Cs}/u;
+
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -35,6 +48,7 @@ export function parseWebhook(text: string): ParseResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return fail(`body must be a JSON object, got ${describe(value)}`);
   }
+  if (nestingDepth(text) > MAX_NESTING_DEPTH) return fail(`body is nested deeper than ${MAX_NESTING_DEPTH} levels`);
 
   let event: string | undefined;
   const fields: Record<string, string | number> = {};
@@ -63,6 +77,23 @@ export function parseWebhook(text: string): ParseResult {
   return { ok: true, webhook: { event, fields, extra: Object.fromEntries(extra) } };
 }
 
+/** Deepest nesting of `{` and `[` outside strings, in text already known to be valid JSON (iterative: no stack to overflow). */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) deepest = Math.max(deepest, ++depth);
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return deepest;
+}
+
 function checkField(field: WebhookField, value: unknown): string | undefined {
   if (field.kind !== 'int') return checkString(field.name, value, field.kind === 'id');
   if (typeof value !== 'number' || !Number.isInteger(value)) return `${field.name} must be an integer, got ${describe(value)}`;
@@ -76,6 +107,7 @@ function checkString(name: string, value: unknown, nonEmpty: boolean): string | 
   if (nonEmpty && value.length === 0) return `${name} must not be empty`;
   if (value.length > MAX_FIELD_LENGTH) return `${name} is longer than ${MAX_FIELD_LENGTH} characters`;
   if (CONTROL_CHARACTERS.test(value)) return `${name} contains control characters`;
+  if (LONE_SURROGATE.test(value)) return `${name} is not valid Unicode (a lone surrogate)`;
   return undefined;
 }
 
