@@ -7,7 +7,9 @@ import { enricherTopics } from '../../src/enricher/enricher-topics.js';
 import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
 import { defaultPartitioner } from '../../src/kafka/client.js';
 import { PIPELINE_PARTITIONS, topicNames } from '../../src/kafka/topics.js';
+import type { Registry } from '../../src/registry/registry.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
+import { sinkGroupId } from '../../src/sink/sink.js';
 import { uniqueSuffix } from './environment.js';
 import { waitFor } from './wait-for.js';
 import { SENTINEL_PREFIX } from './warehouse-truth.js';
@@ -88,9 +90,9 @@ export async function flushSnapshots(kafka: Kafka, config: Pick<Config, 'topicPr
  * 3. two rounds of flush sentinels reach the warehouse: the first proves every request was
  *    fetched and written, which also wrote every follow-up request (contract → customer) in the
  *    same transaction; the second proves those follow-ups were fetched and written too;
- * 4. `webhook_events` holds as many rows as the webhooks topic has records.
+ * 4. the sink has committed every webhook (after writing it to `webhook_events`, or to the DLQ).
  */
-export async function drainPipeline(args: { kafka: Kafka; config: Pick<Config, 'topicPrefix' | 'databaseSchema'>; pool: pg.Pool; sim: Simulator; timeoutMs?: number }): Promise<void> {
+export async function drainPipeline(args: { kafka: Kafka; config: Config; pool: pg.Pool; sim: Simulator; timeoutMs?: number }): Promise<void> {
   const { kafka, config, pool, sim } = args;
   const timeoutMs = args.timeoutMs ?? 120_000;
   const names = topicNames(config.topicPrefix);
@@ -98,14 +100,32 @@ export async function drainPipeline(args: { kafka: Kafka; config: Pick<Config, '
   await waitFor(async () => (await groupLag(kafka, enricherGroupId(config.topicPrefix), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'enricher router committed every webhook' });
   await flushSnapshots(kafka, config, pool, timeoutMs);
   await flushSnapshots(kafka, config, pool, timeoutMs);
-  const expected = await topicRecordCount(kafka, names.webhooks);
-  await waitFor(
-    async () => {
-      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${quoteIdent(config.databaseSchema)}.webhook_events`);
-      return rows[0]?.n === expected;
-    },
-    { timeoutMs, intervalMs: 200, what: `webhook_events holds all ${expected} records of the webhooks topic` },
-  );
+  await waitFor(async () => (await groupLag(kafka, sinkGroupId(config), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'sink committed every webhook' });
+}
+
+/** The first `count` records of a DLQ topic, decoded (`schemas/dead-letter.avsc`); waits for them. */
+export async function readDeadLetters(kafka: Kafka, registry: Registry, topic: string, count: number): Promise<DeadLetterValue[]> {
+  const letters: DeadLetterValue[] = [];
+  const consumer = kafka.consumer({ groupId: `dlq-reader-${uniqueSuffix()}`, readUncommitted: false });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => void letters.push((await registry.decode(message.value as Buffer)) as DeadLetterValue) });
+    await waitFor(() => letters.length >= count, { timeoutMs: 30_000, what: `${count} dead letters in ${topic}` });
+  } finally {
+    await consumer.disconnect();
+  }
+  return letters;
+}
+
+export interface DeadLetterValue {
+  source_topic: string;
+  source_partition: number;
+  source_offset: number;
+  source_value: Buffer | null;
+  stage: string;
+  error_class: string;
+  error_message: string;
 }
 
 /** Records in both DLQ topics. */
