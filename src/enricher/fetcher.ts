@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
 import { resourceKey } from '../billing-api/resource-types.js';
-import { errorMessage } from '../errors.js';
+import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { TopicNames } from '../kafka/topics.js';
@@ -66,6 +66,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     producers.clear();
     await Promise.allSettled(all.map((p) => p.disconnect()));
   };
+
+  // A consumer that crashed for good leaves the process up but doing nothing: say so on /readyz.
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (payload.restart) return;
+    log.error('fetcher consumer stopped', { err: payload.error });
+    deps.health.setCondition('enricher.fetcher', `consumer stopped: ${errorMessage(payload.error)}`);
+  });
 
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     // Every (re)join may follow a period in which another instance owned our partitions:
@@ -251,7 +258,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
       await transaction.commit();
     } catch (err) {
       await transaction.abort().catch(() => undefined);
-      throw err;
+      // The producer may be unusable now (fenced, or its sequence state lost in a broker
+      // restart). Start over as after a rebalance: new producers (fencing again), heads restored
+      // again; the retriable error makes kafkajs restart the consumer from the committed offsets.
+      ready = undefined;
+      heads.clear();
+      await closeProducers();
+      throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
     }
     for (const [key, head] of newHeads) partitionHeads.set(key, head);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
