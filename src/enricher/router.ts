@@ -1,5 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { resourceKey } from '../billing-api/resource-types.js';
+import { LoaderError, errorMessage } from '../errors.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
@@ -29,9 +30,25 @@ export interface RouterDeps {
  */
 export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consumer; stop(): Promise<void> }> {
   const consumer = deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000 });
-  const producer: Producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
-  const deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
+  const newProducer = (): Producer => deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  let producer = newProducer();
+  let deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
+  let producerReady = false;
   await Promise.all([consumer.connect(), producer.connect()]);
+  producerReady = true;
+  // kafkajs rolls an idempotent producer's sequence numbers back after a failed send; after a
+  // broker restart the broker can then refuse every later send (OUT_OF_ORDER_SEQUENCE_NUMBER,
+  // not retriable), the consumer crashes without restarting, and the router stops for good while
+  // the process looks healthy (found by test/faults/broker-restart.test.ts). As in the ingress:
+  // a failed send replaces the producer (a new producer id), and the batch fails with a
+  // retriable error so kafkajs restarts the consumer from the committed offsets.
+  const replaceProducer = async () => {
+    const old = producer;
+    producer = newProducer();
+    deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
+    producerReady = false;
+    await old.disconnect().catch(() => undefined);
+  };
   await consumer.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
 
   const handleBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }: EachBatchPayload) => {
@@ -72,11 +89,19 @@ export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consume
       }
     }
     if (!isRunning() || isStale()) return;
-    if (requests.length > 0) await producer.send({ topic: deps.internal.requests, acks: -1, messages: requests });
-    if (letters.length > 0) {
-      await deadLetters.send(letters);
-      deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
+    try {
+      if (!producerReady) {
+        await producer.connect();
+        producerReady = true;
+      }
+      if (requests.length > 0) await producer.send({ topic: deps.internal.requests, acks: -1, messages: requests });
+      if (letters.length > 0) await deadLetters.send(letters);
+    } catch (err) {
+      await replaceProducer();
+      // No `cause`: kafkajs decides on a restart from the root cause's own retriable flag.
+      throw new LoaderError(`fetch requests not written, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
     }
+    if (letters.length > 0) deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     resolveOffset(batch.lastOffset());
     // With autoCommit off and no interval or threshold, kafkajs's commitOffsetsIfNecessary() with
     // no argument commits nothing: pass the resolved offsets, or the group never moves and every
