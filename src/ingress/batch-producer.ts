@@ -1,6 +1,6 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
-import { defaultPartitioner } from '../kafka/client.js';
+import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { Logger } from '../log.js';
 
 export interface BatchProducerOptions {
@@ -62,7 +62,7 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
   // a bound "may invalidate EoS guarantees"), one request in flight per broker. Our callers are
   // bounded by timeoutMs instead, independently of kafkajs's retries.
   const newProducer = (): Producer =>
-    kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: { retries: Number.MAX_SAFE_INTEGER } });
+    kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   let producer = newProducer();
   let connected = false;
   let queue: Pending[] = [];

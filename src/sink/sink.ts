@@ -4,7 +4,7 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
 import type { Health } from '../health.js';
-import { createKafka, defaultPartitioner } from '../kafka/client.js';
+import { EOS_RETRY, createKafka, defaultPartitioner } from '../kafka/client.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
@@ -69,7 +69,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     await admin.disconnect();
   }
 
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   await producer.connect();
   const consumer = kafka.consumer({
     groupId,

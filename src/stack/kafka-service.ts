@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKafka, defaultPartitioner } from '../kafka/client.js';
+import { EOS_RETRY, createKafka, defaultPartitioner } from '../kafka/client.js';
 import { silentLogger } from '../log.js';
 import { isOurs, portInUse, readPid, removeFile, runCommand, spawnDetached, stopProcess, waitUntil } from './processes.js';
 import type { StackService } from './service.js';
@@ -117,7 +117,7 @@ async function roundTrip(brokers: string[]): Promise<void> {
   const kafka = createKafka({ brokers, clientId: 'billing-loader-stack-check', log: silentLogger, connectionTimeoutMs: 1000, requestTimeoutMs: 5000 });
   const topic = '__billing_loader_stack_check';
   const admin = kafka.admin();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   const groupId = `stack-check-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 1000 });
   try {
