@@ -180,6 +180,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     // started now, is fresh for every one of them (DESIGN.md property 2).
     const groups = [...byResource.entries()];
     const results = await Promise.all(groups.map(([, pending]) => readResource(pending)));
+    // A big batch of API reads can outlast the session timeout; kafkajs heartbeats only between
+    // batches unless told, and a missed session means a rebalance (and a restore) for nothing.
+    await payload.heartbeat();
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
       pausePartition(payload, failed.failure, failed.err);
@@ -271,6 +274,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     const now = Date.now();
     for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
     payload.resolveOffset(batch.lastOffset());
+    await payload.heartbeat();
   };
 
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
