@@ -114,17 +114,20 @@ async function phase(name, copies) {
   const started = Date.now();
   let webhooks = 0;
   let op = 0;
+  let seq = sim.stats().events;
   const rssTimer = setInterval(sampleRss, 1000);
   while (Date.now() - started < SECONDS * 1000) {
     const due = ((Date.now() - started) / 1000) * RATE;
     while (webhooks < due) {
       const s = signups[op % signups.length];
-      const seen = sim.events().length;
       if (op % 2 === 0) sim.billing.changePlan(s.contractId, op % 3);
       else sim.billing.changeCustomer(s.customerId);
       op++;
-      for (const e of sim.events().slice(seen)) for (let c = 1; c < copies; c++) sim.emit(e.payload);
-      webhooks += (sim.events().length - seen);
+      // sim.stats() and sim.events() copy everything: track the event sequence here instead.
+      const fresh = sim.eventsSince(seq);
+      for (const e of fresh) for (let c = 1; c < copies; c++) sim.emit(e.payload);
+      seq += fresh.length * copies;
+      webhooks += fresh.length * copies;
     }
     await sleep(10);
   }

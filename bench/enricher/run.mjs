@@ -99,16 +99,18 @@ async function waitQuiet() {
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function phase(name, copies) {
-  const before = { delivered: sim.stats().webhooks.delivered, fetches: fetchCount(), r429: count429(), snapshots: snapshots.length, events: sim.events().length };
+  const before = { delivered: sim.stats().webhooks.delivered, fetches: fetchCount(), r429: count429(), snapshots: snapshots.length, events: sim.stats().events };
   const started = Date.now();
   const stop = new AbortController();
   const run = sim.runScenario({ name: 'default', customers: 40, stepDelayMs: STEP_MS, loop: true, signal: stop.signal });
-  let seen = sim.events().length;
+  let seq = sim.stats().events;
   while (Date.now() - started < SECONDS * 1000) {
     await sleep(5);
-    // Copies are emitted synchronously here, so no scenario event slips in between.
-    for (const e of sim.events().slice(seen)) for (let c = 1; c < copies; c++) sim.emit(e.payload);
-    seen = sim.events().length;
+    // Copies are emitted synchronously here, so no scenario event slips in between; sim.events()
+    // and sim.stats() copy everything, so the sequence is tracked here.
+    const fresh = sim.eventsSince(seq);
+    for (const e of fresh) for (let c = 1; c < copies; c++) sim.emit(e.payload);
+    seq += fresh.length * copies;
   }
   stop.abort();
   await run;
@@ -128,7 +130,7 @@ async function phase(name, copies) {
   return {
     phase: name,
     seconds: Number(sendSeconds.toFixed(1)),
-    events: sim.events().length - before.events,
+    events: sim.stats().events - before.events,
     webhooksDelivered: delivered,
     webhooksPerSecond: Number((delivered / sendSeconds).toFixed(1)),
     fetches,

@@ -98,6 +98,8 @@ export interface Simulator {
   /** Every object of the type ever created, in creation order, deleted ones included. */
   ids(type: ResourceType): string[];
   events(): EmittedEvent[];
+  /** Events with a `seq` above `seq`, oldest first: cheap to poll, unlike a copy of every event. */
+  eventsSince(seq: number): EmittedEvent[];
   deliveries(): DeliveryRecord[];
   /** Sends an arbitrary webhook body (unknown events, forged identifiers); recorded like any event. */
   emit(payload: WebhookPayload): void;
@@ -173,6 +175,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     current: (type, id) => store.get(type, id),
     ids: (type) => store.ids(type),
     events: () => structuredClone(emitted),
+    eventsSince: (seq) => structuredClone(emitted.slice(Math.max(0, seq))),
     deliveries: () => dispatcher.deliveries(),
     emit,
     revokeTokens: () => issuer.revokeAll(),
