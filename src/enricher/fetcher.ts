@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
 import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.js';
+import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { customerReference } from '../billing-api/customer-reference.js';
 import { contentHash } from './canonical-hash.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
@@ -51,9 +52,11 @@ class PartitionPaused extends Error {}
  * the fetch starts), and one transaction holding the new snapshots, their heads, follow-up
  * requests, dead letters and the consumer offsets. Nothing is published unless all of it is.
  */
-export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consumer; stop(): Promise<void> }> {
+export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
-  const consumer = kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
+  // Filled below, once the supervisor has made the first instance; handlers run only after.
+  const supervisor: { running?: SupervisedConsumer } = {};
+  const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
   let generation = 0;
   let assigned: number[] = [];
   let ready: Promise<void> | undefined;
@@ -67,23 +70,17 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     await Promise.allSettled(all.map((p) => p.disconnect()));
   };
 
-  // A consumer that crashed for good leaves the process up but doing nothing: say so on /readyz.
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    if (payload.restart) return;
-    log.error('fetcher consumer stopped', { err: payload.error });
-    deps.health.setCondition('enricher.fetcher', `consumer stopped: ${errorMessage(payload.error)}`);
-  });
-
-  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-    // Every (re)join may follow a period in which another instance owned our partitions:
-    // forget all heads and producers, and fence + restore again before the next batch.
-    generation++;
-    assigned = payload.memberAssignment[deps.internal.requests] ?? [];
-    ready = undefined;
-    heads.clear();
-    void closeProducers();
-    log.info('partitions assigned', { partitions: assigned, generation });
-  });
+  const onGroupJoin = (c: Consumer) =>
+    c.on(c.events.GROUP_JOIN, ({ payload }) => {
+      // Every (re)join may follow a period in which another instance owned our partitions:
+      // forget all heads and producers, and fence + restore again before the next batch.
+      generation++;
+      assigned = payload.memberAssignment[deps.internal.requests] ?? [];
+      ready = undefined;
+      heads.clear();
+      void closeProducers();
+      log.info('partitions assigned', { partitions: assigned, generation });
+    });
 
   const prepare = (gen: number): Promise<void> => {
     ready ??= (async () => {
@@ -148,9 +145,10 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     if (failure === 'credentials') deps.health.setCondition('billing-api', `credentials refused: ${errorMessage(err)}`);
     log.warn('billing API unavailable, pausing partition', { partition: batch.partition, failure, delayMs: delay, attempt, err: errorMessage(err) });
     // Nothing of this batch was published or committed: read it again from its first offset.
-    consumer.seek({ topic: batch.topic, partition: batch.partition, offset: batch.firstOffset() ?? batch.lastOffset() });
-    consumer.pause([{ topic: batch.topic, partitions: [batch.partition] }]);
-    setTimeout(() => consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]), delay).unref();
+    const c = consumer();
+    c.seek({ topic: batch.topic, partition: batch.partition, offset: batch.firstOffset() ?? batch.lastOffset() });
+    c.pause([{ topic: batch.topic, partitions: [batch.partition] }]);
+    setTimeout(() => c.resume([{ topic: batch.topic, partitions: [batch.partition] }]), delay).unref();
   };
 
   const handleBatch = async (payload: EachBatchPayload) => {
@@ -291,26 +289,34 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ consumer: Consu
     errorMessage: errorMessageText,
   });
 
-  await consumer.connect();
-  await consumer.subscribe({ topic: deps.internal.requests, fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 6,
-    eachBatch: async (payload) => {
-      try {
-        await handleBatch(payload);
-      } catch (err) {
-        if (err instanceof PartitionPaused) return; // seeked back and paused: not a consumer failure
-        throw err;
-      }
+  supervisor.running = await startSupervisedConsumer({
+    name: 'enricher.fetcher',
+    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 }),
+    async start(c) {
+      onGroupJoin(c);
+      await c.connect();
+      await c.subscribe({ topic: deps.internal.requests, fromBeginning: true });
+      await c.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 6,
+        eachBatch: async (payload) => {
+          try {
+            await handleBatch(payload);
+          } catch (err) {
+            if (err instanceof PartitionPaused) return; // seeked back and paused: not a consumer failure
+            throw err;
+          }
+        },
+      });
     },
+    log,
+    health: deps.health,
   });
 
   return {
-    consumer,
     async stop() {
-      await consumer.disconnect();
+      await supervisor.running?.stop();
       await closeProducers();
     },
   };

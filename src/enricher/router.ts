@@ -1,4 +1,4 @@
-import type { Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import type { EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { resourceKey } from '../billing-api/resource-types.js';
 import { LoaderError, errorMessage } from '../errors.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
@@ -6,6 +6,8 @@ import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { createDeadLetterWriter, type DeadLetter } from '../kafka/dead-letters.js';
+import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
+import type { Health } from '../health.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
 import { encodeFetchRequest, type FetchRequest } from './fetch-request.js';
@@ -20,6 +22,7 @@ export interface RouterDeps {
   topics: TopicNames;
   internal: EnricherTopics;
   groupId: string;
+  health: Health;
 }
 
 /**
@@ -28,13 +31,12 @@ export interface RouterDeps {
  * before the webhook offsets are committed, so a crash repeats requests (they coalesce) and
  * never loses one. A record that cannot be decoded goes to the webhooks DLQ.
  */
-export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consumer; stop(): Promise<void> }> {
-  const consumer = deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000 });
+export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<void> }> {
   const newProducer = (): Producer => deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   let producer = newProducer();
   let deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
   let producerReady = false;
-  await Promise.all([consumer.connect(), producer.connect()]);
+  await producer.connect();
   producerReady = true;
   // kafkajs rolls an idempotent producer's sequence numbers back after a failed send; after a
   // broker restart the broker can then refuse every later send (OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -49,8 +51,6 @@ export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consume
     producerReady = false;
     await old.disconnect().catch(() => undefined);
   };
-  await consumer.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
-
   const handleBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }: EachBatchPayload) => {
     const requests: { key: string; value: Buffer }[] = [];
     const letters: DeadLetter[] = [];
@@ -110,11 +110,20 @@ export async function startRouter(deps: RouterDeps): Promise<{ consumer: Consume
     await heartbeat();
   };
 
-  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 3, eachBatch: handleBatch });
+  const consumer = await startSupervisedConsumer({
+    name: 'enricher.router',
+    create: () => deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000 }),
+    async start(c) {
+      await c.connect();
+      await c.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
+      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 3, eachBatch: handleBatch });
+    },
+    log: deps.log,
+    health: deps.health,
+  });
   return {
-    consumer,
     async stop() {
-      await consumer.disconnect();
+      await consumer.stop();
       await producer.disconnect();
     },
   };

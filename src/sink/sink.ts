@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import { createRegistry, type Registry } from '../registry/registry.js';
 import { createBatchHandler } from './batch-handler.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
+import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { createSinkMetrics } from './sink-metrics.js';
 
 export interface SinkDeps {
@@ -71,38 +72,38 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
 
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   await producer.connect();
-  const consumer = kafka.consumer({
-    groupId,
-    maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
-    maxBytes: 32 * 1024 * 1024,
-    maxWaitTimeInMs: 500,
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3000,
-    // The enricher publishes snapshots in Kafka transactions: never read an aborted one.
-    readUncommitted: false,
+  const eachBatch = createBatchHandler({
+    pool,
+    registry,
+    deadLetters: createDeadLetterWriter(producer, registry, 'sink'),
+    schema: config.databaseSchema,
+    names,
+    metrics,
+    health: deps.health,
+    log,
+    stopping: stopping.signal,
   });
-  consumer.on(consumer.events.GROUP_JOIN, () => deps.health.setCondition('sink-consumer', undefined));
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    log.error('sink consumer crashed', { err: payload.error, restart: payload.restart });
-    if (!payload.restart) deps.health.setCondition('sink-consumer', `consumer stopped: ${payload.error.message}`);
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [names.snapshots, names.webhooks], fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: concurrency,
-    eachBatch: createBatchHandler({
-      pool,
-      registry,
-      deadLetters: createDeadLetterWriter(producer, registry, 'sink'),
-      schema: config.databaseSchema,
-      names,
-      metrics,
-      health: deps.health,
-      log,
-      stopping: stopping.signal,
-    }),
+  const consumer = await startSupervisedConsumer({
+    name: 'sink-consumer',
+    create: () =>
+      kafka.consumer({
+        groupId,
+        maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+        maxBytes: 32 * 1024 * 1024,
+        maxWaitTimeInMs: 500,
+        sessionTimeout: 30_000,
+        heartbeatInterval: 3000,
+        // The enricher publishes snapshots in Kafka transactions: never read an aborted one.
+        readUncommitted: false,
+      }),
+    async start(c) {
+      c.on(c.events.CRASH, ({ payload }) => log.error('sink consumer crashed', { err: payload.error, restart: payload.restart }));
+      await c.connect();
+      await c.subscribe({ topics: [names.snapshots, names.webhooks], fromBeginning: true });
+      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: concurrency, eachBatch });
+    },
+    log,
+    health: deps.health,
   });
   log.info('sink started', { groupId, topics: [names.snapshots, names.webhooks], schema: config.databaseSchema });
 
@@ -113,7 +114,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         deps.health.setCondition('sink-consumer', 'stopping');
         stopping.abort();
         // disconnect() waits for the batch in flight, which commits before it returns.
-        await consumer.disconnect();
+        await consumer.stop();
         await producer.disconnect();
         if (!deps.pool) await pool.end();
         log.info('sink stopped', { groupId });
