@@ -80,6 +80,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       heads.clear();
       void closeProducers();
       log.info('partitions assigned', { partitions: assigned, generation });
+      // Fence at once, not at the first batch: a crashed owner's open transactions (which also
+      // wrote follow-up requests into request partitions) hide everything after them from a
+      // read-committed consumer, so the first batch would never come and the partitions would
+      // wait for the transaction timeout. Connecting our producers aborts those transactions.
+      prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
     });
 
   const prepare = (gen: number): Promise<void> => {
