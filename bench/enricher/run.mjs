@@ -46,10 +46,7 @@ const sim = await startSimulator({ seed: 5, faults: { latencyMs: 20 }, rateLimit
 const ingress = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, { ...config, ingressPort: 0, host: '127.0.0.1' });
 sim.setWebhookUrl(`${ingress.url}/webhooks`);
 const api = createBillingApiClient({
-  apiUrl: sim.baseUrl,
-  authUrl: sim.authUrl,
-  clientId: sim.clientId,
-  grant: { kind: 'client_credentials', clientSecret: sim.clientSecret },
+  ...sim.clientOptions(),
   requestsPerSecond: BUDGET,
   burst: BUDGET,
   maxConcurrency: 16,

@@ -66,10 +66,7 @@ export function registerDemo(program: Command): void {
         say(`2/5 warehouse schema '${config.databaseSchema}' migrated (${applied.applied.length} new migrations)`);
         const metrics = createMetrics();
         const api = createBillingApiClient({
-          apiUrl: sim.baseUrl,
-          authUrl: sim.authUrl,
-          clientId: sim.clientId,
-          grant: { kind: 'client_credentials', clientSecret: sim.clientSecret },
+          ...sim.clientOptions(),
           requestsPerSecond: 40, // below the sandbox's 50/s limit: the loader never causes a 429
           maxConcurrency: 8,
           logger: log,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler } from 'express';
+import type { BillingApiClientOptions } from '../billing-api/client.js';
 import { silentLogger, type Logger } from '../log.js';
 import { adminRouter } from './admin-api.js';
 import { BillingOperations } from './billing-operations.js';
@@ -84,6 +85,8 @@ export interface Simulator {
   readonly clientId: string;
   readonly clientSecret: string;
   readonly users: ReadonlyArray<{ username: string; password: string }>;
+  /** The settings a billing API client needs to talk to this sandbox (client credentials grant). */
+  clientOptions(): Pick<BillingApiClientOptions, 'apiUrl' | 'authUrl' | 'clientId' | 'grant'>;
   /** Customer, contract and order operations; each changes state, then emits its events. */
   readonly billing: BillingOperations;
   /** Billing, payment, escalation and dunning operations. */
@@ -167,6 +170,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     clientId,
     clientSecret,
     users,
+    clientOptions: () => ({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId, grant: { kind: 'client_credentials', clientSecret } }),
     billing,
     payments,
     stats: () => ({ requests: stats.snapshot(), tokenRequests: issuer.requests, tokensIssued: issuer.issued, events: emitted.length, webhooks: dispatcher.stats() }),

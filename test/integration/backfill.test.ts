@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const backfill = async () => {
-  const api = createBillingApiClient({ apiUrl: h.sim.baseUrl, authUrl: h.sim.authUrl, clientId: h.sim.clientId, grant: { kind: 'client_credentials', clientSecret: h.sim.clientSecret }, requestsPerSecond: 40 });
+  const api = createBillingApiClient({ ...h.sim.clientOptions(), requestsPerSecond: 40 });
   try {
     return await runBackfill(
       { kafka: createKafka({ brokers: h.config.kafkaBrokers, clientId: 'backfill-test', log: silentLogger }), api, log: silentLogger },

@@ -58,10 +58,10 @@ beforeAll(async () => {
       }),
   );
   api = createBillingApiClient({
+    ...sim.clientOptions(),
+    // Through a proxy that records the raw request paths.
     apiUrl: proxy.url,
     authUrl: proxy.url,
-    clientId: sim.clientId,
-    grant: { kind: 'client_credentials', clientSecret: sim.clientSecret },
     requestsPerSecond: 500,
     maxConcurrency: 8,
     logger: log,

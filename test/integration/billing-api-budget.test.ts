@@ -25,7 +25,7 @@ describe('billing API request budget', () => {
 
   it('causes no 429 when its rate is below the service limit, however many calls wait', async () => {
     const sim = await startSimulator({ rateLimit: { requestsPerSecond: 20, burst: 5 } });
-    const api = createBillingApiClient({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.clientId, grant: { kind: 'client_credentials', clientSecret: sim.clientSecret }, requestsPerSecond: 12, burst: 2, maxConcurrency: 16 });
+    const api = createBillingApiClient({ ...sim.clientOptions(), requestsPerSecond: 12, burst: 2, maxConcurrency: 16 });
     cleanup.push(() => sim.stop(), () => api.close());
     const { contractId } = sim.billing.signup();
     const results = await Promise.all(Array.from({ length: 30 }, () => api.getResource('Contract', contractId)));

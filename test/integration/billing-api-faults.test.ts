@@ -16,7 +16,7 @@ const fast = { requestsPerSecond: 10_000, maxConcurrency: 16, minBackoffMs: 5, m
 
 async function simulated(options: SimulatorOptions, clientOptions: Partial<BillingApiClientOptions> = {}): Promise<{ sim: Simulator; api: BillingApiClient; contractId: string }> {
   const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 }, ...options });
-  const api = createBillingApiClient({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.clientId, grant: { kind: 'client_credentials', clientSecret: sim.clientSecret }, ...fast, ...clientOptions });
+  const api = createBillingApiClient({ ...sim.clientOptions(), ...fast, ...clientOptions });
   cleanup.push(() => sim.stop(), () => api.close());
   return { sim, api, contractId: sim.billing.signup().contractId };
 }

@@ -11,7 +11,7 @@ afterEach(async () => {
 describe('billing API lists (backfill)', () => {
   it('pages through every live object with skip/take until a short page', async () => {
     const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 }, unknownFields: true });
-    const api = createBillingApiClient({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.clientId, grant: { kind: 'client_credentials', clientSecret: sim.clientSecret } });
+    const api = createBillingApiClient({ ...sim.clientOptions() });
     cleanup.push(() => sim.stop(), () => api.close());
     for (let i = 0; i < 5; i++) sim.billing.signup();
     const ids: string[] = [];
@@ -29,7 +29,7 @@ describe('billing API lists (backfill)', () => {
 
   it('reports a page size the service refuses as ApiRejectedError', async () => {
     const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 } });
-    const api = createBillingApiClient({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.clientId, grant: { kind: 'client_credentials', clientSecret: sim.clientSecret } });
+    const api = createBillingApiClient({ ...sim.clientOptions() });
     cleanup.push(() => sim.stop(), () => api.close());
     await expect(api.listResources('Contract', { take: 10_000 })).rejects.toBeInstanceOf(ApiRejectedError);
   });

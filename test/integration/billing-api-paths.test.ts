@@ -43,7 +43,7 @@ describe('billing API paths (DESIGN.md property 8)', () => {
 
   it('a contract id naming a customer fetches the contract of that literal id, never the customer', async () => {
     const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 } });
-    const api = createBillingApiClient({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.clientId, grant: { kind: 'client_credentials', clientSecret: sim.clientSecret } });
+    const api = createBillingApiClient({ ...sim.clientOptions() });
     cleanup.push(() => sim.stop(), () => api.close());
     const { customerId } = sim.billing.signup();
     expect(await api.getResource('Contract', `../Customers/${customerId}`)).toEqual({ kind: 'gone', status: 404 });

@@ -35,7 +35,7 @@ describe('billing API statuses', () => {
 
   it('reports an unknown and a deleted simulator object as gone', async () => {
     const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 } });
-    const api = createBillingApiClient({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.clientId, grant: { kind: 'client_credentials', clientSecret: sim.clientSecret } });
+    const api = createBillingApiClient({ ...sim.clientOptions() });
     cleanup.push(() => sim.stop(), () => api.close());
     const { customerId } = sim.billing.signup();
     expect((await api.getResource('Customer', customerId)).kind).toBe('found');

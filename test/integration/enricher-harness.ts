@@ -51,10 +51,7 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
   const ingress = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, { ...config, ingressPort: 0, host: '127.0.0.1' });
   sim.setWebhookUrl(`${ingress.url}/webhooks`);
   const api = createBillingApiClient({
-    apiUrl: sim.baseUrl,
-    authUrl: sim.authUrl,
-    clientId: sim.clientId,
-    grant: { kind: 'client_credentials', clientSecret: sim.clientSecret },
+    ...sim.clientOptions(),
     requestsPerSecond: 500,
     maxConcurrency: 16,
     maxAttempts: 2,
