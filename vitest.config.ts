@@ -28,7 +28,7 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
-          testTimeout: 180_000,
+          testTimeout: 420_000,
           hookTimeout: 180_000,
           fileParallelism: false,
           maxWorkers: 1,

@@ -176,7 +176,10 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       await waitFor(() => sim.stats().events >= target, { timeoutMs: 60_000, intervalMs: 100, what: `${extra} more events` });
     },
     async finish() {
-      await drainPipeline({ kafka, config, pool, sim, timeoutMs: 60_000 });
+      // Recovery after a kill -9 legitimately takes up to a session timeout (30 s) plus the
+      // fetcher's rebalance timeout (60 s) before the new owner even gets its partitions; on a
+      // loaded 2-core CI machine a 60 s drain was too tight (a clean-clone run timed out).
+      await drainPipeline({ kafka, config, pool, sim, timeoutMs: 150_000 });
       const webhooks = await compareWebhooksToDeliveries(pool, config.databaseSchema, sim);
       const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
       const stats = sim.stats().webhooks;
