@@ -28,6 +28,15 @@ export async function readToEnd(
       await consumer.subscribe({ topic, fromBeginning: true });
       await new Promise<void>((resolve, reject) => {
         consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
+        // The end is detected from the batch-processed event, not in eachBatch: kafkajs does not
+        // call eachBatch for a fetch holding only aborted records and transaction markers (the
+        // tail a fenced writer leaves), but it reports that fetch here, with its offsets.
+        consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+          const { partition, offsetLag } = payload;
+          if (offsetLag !== '0' || !pending.delete(partition)) return;
+          consumer.pause([{ topic, partitions: [partition] }]);
+          if (pending.size === 0) resolve();
+        });
         void consumer
           .run({
             autoCommit: false,
@@ -37,12 +46,6 @@ export async function readToEnd(
                 return;
               }
               for (const m of batch.messages) onMessage(batch.partition, m);
-              // lastOffset() counts transaction markers, so lag 0 means the end of the partition.
-              if (batch.offsetLag() === '0') {
-                pending.delete(batch.partition);
-                consumer.pause([{ topic, partitions: [batch.partition] }]);
-                if (pending.size === 0) resolve();
-              }
             },
           })
           .catch(reject);
