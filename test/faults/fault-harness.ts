@@ -9,6 +9,7 @@ import { expect } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { errorMessage } from '../../src/errors.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
@@ -179,7 +180,12 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       // Recovery after a kill -9 legitimately takes up to a session timeout (30 s) plus the
       // fetcher's rebalance timeout (60 s) before the new owner even gets its partitions; on a
       // loaded 2-core CI machine a 60 s drain was too tight (a clean-clone run timed out).
-      await drainPipeline({ kafka, config, pool, sim, timeoutMs: 150_000 });
+      try {
+        await drainPipeline({ kafka, config, pool, sim, timeoutMs: 150_000 });
+      } catch (err) {
+        // A stuck pipeline is explained by what its processes said, not by the wait that gave up.
+        throw new Error(`${errorMessage(err)}\n${run.logs()}`, { cause: err });
+      }
       const webhooks = await compareWebhooksToDeliveries(pool, config.databaseSchema, sim);
       const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
       const stats = sim.stats().webhooks;
