@@ -208,10 +208,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }
       const head = newHeads.get(key) ?? partitionHeads.get(key);
       const next = nextVersion(head, result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : { kind: 'gone' });
-      if (result.kind === 'found' && first.type === 'Contract') {
+      if (next && result.kind === 'found' && first.type === 'Contract') {
         const customerId = customerReference(JSON.parse(result.body) as unknown);
-        // Read the customer after its contract (spec 2), unless a webhook behind this read
-        // already asked for that very customer: then it is fetched for that webhook anyway.
+        // Read the customer after a contract that changed (spec 2), unless a webhook behind this
+        // read already asked for that very customer: then it is fetched for that webhook anyway.
+        // An unchanged contract (a duplicate, a reminder event) brings no customer read.
         const customerKey = customerId === undefined ? undefined : resourceKey('Customer', customerId);
         const alreadyRequested = pending.some((p) => customerKey !== undefined && p.request.siblings?.includes(customerKey));
         if (customerId && !alreadyRequested) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined }));

@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 /** DESIGN.md's event table, as the payloads the service sends and the fetches they must cause. */
-const CONTRACT = ['Contract', 'Customer'] as const; // a contract read brings its customer
+const CONTRACT = ['Contract', 'Customer'] as const; // a contract that changed brings its customer
 const cases: [string, Record<string, string>, readonly ResourceType[]][] = [
   ['OrderSucceeded', { ContractId: 'Contract', OrderId: 'Order' }, ['Order', ...CONTRACT]],
   ...['ContractCreated', 'ContractChanged', 'ContractCancelled', 'RecurringBillingApproaching', 'TrialEndApproaching', 'AccountCreated', 'PaymentBearerExpiring', 'PaymentBearerExpired', 'PaymentDataChanged', 'PaymentProcessStatusChanged', 'PaymentRegistered'].map(
@@ -40,6 +40,13 @@ const cases: [string, Record<string, string>, readonly ResourceType[]][] = [
   ['SomethingNew', { Note: 'x', DunningId: 'Dunning' }, ['Dunning']],
 ];
 
+let plan = 0;
+const changeContractSilently = () => {
+  h.sim.setWebhookUrl(undefined);
+  h.sim.billing.changePlan(ids.Contract, plan++ % 2);
+  h.sim.setWebhookUrl(`${h.ingress.url}/webhooks`);
+};
+
 const fetchedTypes = (): Record<string, number> => {
   const counts: Record<string, number> = {};
   for (const [route, outcomes] of Object.entries(h.sim.stats().requests.byRoute)) {
@@ -54,9 +61,11 @@ it('covers every event of the spec', () => {
   expect(cases.map((c) => c[0]).filter((e) => e !== 'SomethingNew').sort()).toEqual([...KNOWN_EVENTS].sort());
 });
 
-it('each event fetches exactly the resources DESIGN.md names (a contract also brings its customer)', { timeout: 180_000 }, async () => {
+it('each event fetches exactly the resources DESIGN.md names (a changed contract also brings its customer)', { timeout: 180_000 }, async () => {
   for (const [event, fields, expected] of cases) {
     h.sim.resetRequestStats();
+    // The contract changes (silently) before each event naming it, so its read is a new version.
+    if (expected.includes('Contract')) changeContractSilently();
     const payload: Record<string, string> = { Event: event };
     for (const [field, type] of Object.entries(fields)) payload[field] = type in ids ? ids[type as ResourceType] : type;
     h.sim.emit(payload as { Event: string });
@@ -66,4 +75,17 @@ it('each event fetches exactly the resources DESIGN.md names (a contract also br
     await h.flushEnricher(); // anything else it would cause has happened by now
     expect(fetchedTypes(), event).toEqual(want);
   }
+});
+
+it('a contract read that finds no change brings no customer read (duplicates, reminders)', { timeout: 60_000 }, async () => {
+  h.sim.resetRequestStats();
+  changeContractSilently();
+  h.sim.emit({ Event: 'ContractChanged', ContractId: ids.Contract });
+  await waitFor(() => (fetchedTypes().Customer ?? 0) >= 1, { what: 'the changed contract and its customer read' });
+  await h.flushEnricher();
+  h.sim.resetRequestStats();
+  h.sim.emit({ Event: 'RecurringBillingApproaching', ContractId: ids.Contract });
+  await waitFor(() => (fetchedTypes().Contract ?? 0) >= 1, { what: 'the unchanged contract read' });
+  await h.flushEnricher();
+  expect(fetchedTypes()).toEqual({ Contract: 1 });
 });
