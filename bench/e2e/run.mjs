@@ -107,6 +107,13 @@ async function drain() {
   }
 }
 
+// What the RSS is made of at the end of a phase, from the component's own /metrics (MB).
+async function memoryBreakdown(port) {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const gauge = (name) => Math.round(Number(new RegExp(`^billing_loader_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20);
+  return { rss: gauge('process_resident_memory_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes'), heapUsed: gauge('nodejs_heap_size_used_bytes'), external: gauge('nodejs_external_memory_bytes') };
+}
+
 async function phase(name, copies) {
   for (const c of Object.values(components)) c.rssPeakMb = 0;
   const before = { delivered: sim.stats().webhooks.delivered, fetches: fetchCount(), ticks: ticks() };
@@ -133,12 +140,17 @@ async function phase(name, copies) {
   }
   const wall = (Date.now() - started) / 1000;
   const after = ticks();
+  const memory = Object.fromEntries(await Promise.all(Object.keys(components).map(async (n) => [n, await memoryBreakdown(ports[n])])));
   clearInterval(rssTimer);
   await drain();
   const schema = quoteIdent(config.databaseSchema);
   const { rows } = await pool.query(
-    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d) * 1000 AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY d) * 1000 AS p99, count(*) AS n
-       FROM (SELECT extract(epoch FROM v.loaded_at - w.received_at) AS d
+    // Where the time goes: receipt → the API's answer (router, request topic, fetcher queue and
+    // read), then answer → row (the snapshot transaction, the snapshot topic, the sink).
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d) * 1000 AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY d) * 1000 AS p99, count(*) AS n,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY f) * 1000 AS fetch_p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY f) * 1000 AS fetch_p99,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY l) * 1000 AS load_p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY l) * 1000 AS load_p99
+       FROM (SELECT extract(epoch FROM v.loaded_at - w.received_at) AS d, extract(epoch FROM v.fetched_at - w.received_at) AS f, extract(epoch FROM v.loaded_at - v.fetched_at) AS l
                FROM ${schema}.resource_versions v JOIN ${schema}.webhook_events w ON w.event_id = v.source_event_ids[1]
               WHERE w.received_at >= $1) x`,
     [startedAt],
@@ -153,8 +165,10 @@ async function phase(name, copies) {
     versions: Number(rows[0].n),
     freshnessP50ms: Math.round(rows[0].p50),
     freshnessP99ms: Math.round(rows[0].p99),
+    receiptToFetchP50P99ms: [Math.round(rows[0].fetch_p50), Math.round(rows[0].fetch_p99)],
+    fetchToRowP50P99ms: [Math.round(rows[0].load_p50), Math.round(rows[0].load_p99)],
     components: Object.fromEntries(
-      Object.entries(components).map(([n, c]) => [n, { cpuPercentOfOneCore: Math.round((after[n] - before.ticks[n]) / wall), rssPeakMb: c.rssPeakMb }]),
+      Object.entries(components).map(([n, c]) => [n, { cpuPercentOfOneCore: Math.round((after[n] - before.ticks[n]) / wall), rssPeakMb: c.rssPeakMb, atEndMb: memory[n] }]),
     ),
   };
 }
