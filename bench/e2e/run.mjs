@@ -50,9 +50,11 @@ const componentEnv = {
   ENRICHER_PORT: String(ports.enricher),
   SINK_PORT: String(ports.sink),
 };
+// Node/V8 flags of the three components, e.g. BENCH_NODE_ARGS='--max-semi-space-size=8' or '--cpu-prof'.
+const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const components = Object.fromEntries(
   ['sink', 'enricher', 'ingress'].map((name) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'billing-loader.js'), name], { env: componentEnv, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'billing-loader.js'), name], { env: componentEnv, stdio: ['ignore', 'ignore', 'inherit'] });
     return [name, { child, cpu0: 0, rssPeakMb: 0 }];
   }),
 );
