@@ -82,6 +82,12 @@ function positiveInt(raw: string): number {
   return n;
 }
 
+function nonNegativeInt(raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw new Invalid(`expected a non-negative integer, got '${raw}'`);
+  return n;
+}
+
 function identifier(raw: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw)) throw new Invalid(`expected a lower-case SQL identifier ([a-z_][a-z0-9_]*), got '${raw}'`);
   return raw;
@@ -137,6 +143,7 @@ export const options = {
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
   ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
+  enricherCoalesceMs: defaulted({ env: 'ENRICHER_COALESCE_MS', description: 'longest wait, in milliseconds, for more fetch requests before the enricher reads a batch: requests for one resource within it share one fetch (0: read at once)', defaultText: '150', default: () => 150, parse: nonNegativeInt }),
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),

@@ -31,7 +31,7 @@ export const fetcherGroupId = (prefix: string) => `${prefix}.enricher.fetcher`;
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);
@@ -44,7 +44,7 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
   deps.health.addCheck('kafka', async () => void (await admin.describeCluster()));
   deps.health.addCheck('schema-registry', () => deps.registry.ping());
 
-  const fetcher = await startFetcher({ ...deps, log, metrics, topics, internal, groupId: fetcherGroupId(config.topicPrefix), snapshotSchemaId, ...options });
+  const fetcher = await startFetcher({ ...deps, log, metrics, topics, internal, groupId: fetcherGroupId(config.topicPrefix), snapshotSchemaId, coalesceMs: config.enricherCoalesceMs, ...options });
   const router = await startRouter({ ...deps, log, metrics, topics, internal, groupId: enricherGroupId(config.topicPrefix) });
   log.info('enricher started', { webhooks: topics.webhooks, snapshots: topics.snapshots });
   return {

@@ -32,6 +32,8 @@ export interface FetcherDeps {
   snapshotSchemaId: number;
   /** Longest pause of a partition while the API is unavailable, in ms. Default 30000. */
   maxPauseMs?: number;
+  /** Longest wait for more requests before a batch is read (ENRICHER_COALESCE_MS), in ms. Default 0. */
+  coalesceMs?: number;
 }
 
 interface Pending {
@@ -42,6 +44,9 @@ interface Pending {
 type ReadResult = { kind: 'found'; body: string; hash: string; fetchedAt: number } | { kind: 'gone'; fetchedAt: number } | { kind: 'failed'; failure: ReadFailure; err: unknown };
 
 class PartitionPaused extends Error {}
+
+/** With ENRICHER_COALESCE_MS: a fetch of the request topic returns early once it holds about 100 requests. */
+const COALESCE_MIN_BYTES = 32 * 1024;
 
 /**
  * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
@@ -54,6 +59,7 @@ class PartitionPaused extends Error {}
  */
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
+  const coalesceMs = deps.coalesceMs ?? 0;
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
   const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
@@ -208,14 +214,14 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }
       const head = newHeads.get(key) ?? partitionHeads.get(key);
       const next = nextVersion(head, result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : { kind: 'gone' });
-      if (next && result.kind === 'found' && first.type === 'Contract') {
-        const customerId = customerReference(JSON.parse(result.body) as unknown);
-        // Read the customer after a contract that changed (spec 2), unless a webhook behind this
-        // read already asked for that very customer: then it is fetched for that webhook anyway.
-        // An unchanged contract (a duplicate, a reminder event) brings no customer read.
-        const customerKey = customerId === undefined ? undefined : resourceKey('Customer', customerId);
-        const alreadyRequested = pending.some((p) => customerKey !== undefined && p.request.siblings?.includes(customerKey));
-        if (customerId && !alreadyRequested) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined }));
+      // A contract's customer is read when the contract first names it (spec 2: the contract
+      // references its customer, which a client reads after the contract): on its first version,
+      // after a deletion, or when the reference changed. Not when a webhook behind this read
+      // named that very customer: it is fetched for that webhook anyway.
+      const customerId = next && result.kind === 'found' && first.type === 'Contract' ? customerReference(JSON.parse(result.body) as unknown) : undefined;
+      if (customerId !== undefined && (head === undefined || head.deleted || head.customerId !== customerId)) {
+        const customerKey = resourceKey('Customer', customerId);
+        if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined }));
       }
       if (!next) {
         metrics.unchanged.inc({ type: first.type });
@@ -223,7 +229,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }
       // valid_from must grow with the version even if the wall clock steps back.
       const fetchedAt = Math.max(result.fetchedAt, (head?.fetchedAt ?? 0) + 1);
-      const stored: StoredHead = { ...next, fetchedAt };
+      const stored: StoredHead = { ...next, fetchedAt, ...(customerId !== undefined ? { customerId } : {}) };
       newHeads.set(key, stored);
       const requests = pending.map((p) => p.request).sort((a, b) => a.receivedAt - b.receivedAt);
       const withEvent = requests.filter((r) => r.eventId !== null);
@@ -297,7 +303,19 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
 
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.fetcher',
-    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 }),
+    create: () =>
+      kafka.consumer({
+        groupId: deps.groupId,
+        readUncommitted: false,
+        sessionTimeout: 30_000,
+        rebalanceTimeout: 60_000,
+        heartbeatInterval: 3000,
+        // The broker holds each fetch until COALESCE_MIN_BYTES are there or the wait is over:
+        // requests for one resource arriving close together (a signup's webhooks, a duplicate
+        // burst) land in one batch and share one fetch. A busy load fills it sooner, a backlog
+        // at once, so the wait shrinks as the load grows.
+        ...(coalesceMs > 0 ? { minBytes: COALESCE_MIN_BYTES, maxWaitTimeInMs: coalesceMs } : {}),
+      }),
     async start(c) {
       onGroupJoin(c);
       await c.connect();

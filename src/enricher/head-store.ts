@@ -5,6 +5,8 @@ import type { Head } from './versioning.js';
 /** A head as stored on the heads topic: the version decision's input, plus the fetch time (valid_from stays monotonic). */
 export interface StoredHead extends Head {
   fetchedAt: number;
+  /** Contracts: the customer the version references (its customer is read when this changes). Absent in heads written before it existed. */
+  customerId?: string;
 }
 
 export function encodeHead(head: StoredHead): Buffer {
@@ -13,7 +15,7 @@ export function encodeHead(head: StoredHead): Buffer {
 
 function decodeHead(value: Buffer): StoredHead {
   const h = JSON.parse(value.toString('utf8')) as StoredHead & { v: number };
-  return { version: h.version, contentHash: h.contentHash, deleted: h.deleted, fetchedAt: h.fetchedAt };
+  return { version: h.version, contentHash: h.contentHash, deleted: h.deleted, fetchedAt: h.fetchedAt, ...(typeof h.customerId === 'string' ? { customerId: h.customerId } : {}) };
 }
 
 /**

@@ -42,8 +42,8 @@ export interface EnricherHarness {
  * real ingress, which writes them to Kafka; enricher instances fetch from the simulator's API;
  * a read-committed consumer collects what lands on the snapshot topic and the DLQ.
  */
-export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator) => ResourceReader } = {}): Promise<EnricherHarness> {
-  const config = testConfig();
+export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
+  const config = testConfig(options.env);
   const log = createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
   const registry = createRegistry(config.schemaRegistryUrl);
