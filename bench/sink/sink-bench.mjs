@@ -7,7 +7,9 @@
 //    four versions per resource) into a fresh <prefix>.snapshots topic;
 // 2. loads them into an empty warehouse through the real sink (startSink, as `billing-loader sink`);
 // 3. loads the same number of rows, same sizes, with plain COPY statements into an identical,
-//    empty table (same migrations: same indexes and triggers), timing only the COPYs: the limit;
+//    empty table (same migrations: same indexes and triggers), timing only the COPYs: the limit
+//    for one connection; then again on 3 connections at once (the sink writes 3 partitions at
+//    once), the limit for a writer allowed that many;
 // 4. rebuilds the sink's warehouse from the log (`replay --rebuild`'s code path) and times it.
 // Uses the services of the environment (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DATABASE_URL; the
 // local stack by default) with a private topic prefix and schemas, dropped at the end.
@@ -147,32 +149,67 @@ async function loadThroughSink() {
   return { totalMs: done - started, steadyMs: done - firstRowAt, joinMs: firstRowAt - started };
 }
 
+/** COPY text of records [from, to). */
+function copyText(from, to) {
+  let text = '';
+  for (let j = from; j < to; j++) {
+    const r = record(j);
+    text += snapshotLine({
+      resourceType: r.resource_type, resourceId: r.resource_id, version: r.version, fetchedAtMs: r.fetched_at, deleted: false, body: r.body,
+      contentHash: r.content_hash, sourceEventIds: r.source_event_ids, sourceEvents: r.source_events, customerId: r.resource_type === 'Contract' ? 'c' : null,
+      coordinates: { topic: names.snapshots, partition: j % 6, offset: String(j) },
+    });
+  }
+  return text;
+}
+
+const COPY_SQL = (schema) => `COPY ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset) FROM STDIN`;
+const PER_COPY = 10_000;
+
+/** One connection, one COPY of 10,000 rows after another; only the COPYs are timed. */
 async function loadWithCopy() {
   await migrate(pool, { schema: copySchema, log });
   const client = await pool.connect();
   let copyMs = 0;
   try {
-    const perCopy = 10_000;
-    for (let i = 0; i < N; i += perCopy) {
-      let text = '';
-      for (let j = i; j < Math.min(N, i + perCopy); j++) {
-        const r = record(j);
-        text += snapshotLine({
-          resourceType: r.resource_type, resourceId: r.resource_id, version: r.version, fetchedAtMs: r.fetched_at, deleted: false, body: r.body,
-          contentHash: r.content_hash, sourceEventIds: r.source_event_ids, sourceEvents: r.source_events, customerId: r.resource_type === 'Contract' ? 'c' : null,
-          coordinates: { topic: names.snapshots, partition: j % 6, offset: String(j) },
-        });
-      }
+    for (let i = 0; i < N; i += PER_COPY) {
+      const text = copyText(i, Math.min(N, i + PER_COPY));
       const t = performance.now();
-      await copyFrom(client, `COPY ${quoteIdent(copySchema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset) FROM STDIN`, text);
+      await copyFrom(client, COPY_SQL(copySchema), text);
       copyMs += performance.now() - t;
-      if ((i / perCopy) % 20 === 0) say(`COPY ${Math.min(N, i + perCopy)}/${N}`);
+      if ((i / PER_COPY) % 20 === 0) say(`COPY ${Math.min(N, i + PER_COPY)}/${N}`);
     }
   } finally {
     client.release();
   }
   const rows = await rowsIn(copySchema);
   if (rows !== N) throw new Error(`COPY wrote ${rows} rows, expected ${N}`);
+  return { copyMs };
+}
+
+/**
+ * As many connections as the sink writes partitions at once (3), each COPYing every third chunk:
+ * the limit for a writer that may use that many connections. Wall time, text building included
+ * (it overlaps the other connections' COPYs, as the sink's decoding does).
+ */
+async function loadWithParallelCopy(streams) {
+  const schema = `${copySchema}_par`;
+  extra.push(schema);
+  await migrate(pool, { schema, log });
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: streams }, async (_, s) => {
+      const client = await pool.connect();
+      try {
+        for (let i = s * PER_COPY; i < N; i += streams * PER_COPY) await copyFrom(client, COPY_SQL(schema), copyText(i, Math.min(N, i + PER_COPY)));
+      } finally {
+        client.release();
+      }
+    }),
+  );
+  const copyMs = performance.now() - started;
+  const rows = await rowsIn(schema);
+  if (rows !== N) throw new Error(`parallel COPY wrote ${rows} rows, expected ${N}`);
   return { copyMs };
 }
 
@@ -201,6 +238,8 @@ try {
   say(`sink: ${(sink.totalMs / 1000).toFixed(1)} s (group join ${(sink.joinMs / 1000).toFixed(1)} s)`);
   const copy = await loadWithCopy();
   say(`COPY: ${(copy.copyMs / 1000).toFixed(1)} s`);
+  const parallelCopy = await loadWithParallelCopy(3);
+  say(`COPY on 3 connections: ${(parallelCopy.copyMs / 1000).toFixed(1)} s`);
   const rebuild = await timeRebuild();
   if (rebuild.report.replacedSchema) extra.push(rebuild.report.replacedSchema);
   const result = {
@@ -211,6 +250,8 @@ try {
     copy: { seconds: +(copy.copyMs / 1000).toFixed(1), rowsPerSecond: rate(N, copy.copyMs) },
     ratio: +(copy.copyMs / sink.totalMs).toFixed(2),
     steadyRatio: +(copy.copyMs / sink.steadyMs).toFixed(2),
+    parallelCopy: { connections: 3, seconds: +(parallelCopy.copyMs / 1000).toFixed(1), rowsPerSecond: rate(N, parallelCopy.copyMs) },
+    ratioToParallelCopy: +(parallelCopy.copyMs / sink.totalMs).toFixed(2),
     rebuild: { seconds: +(rebuild.rebuildMs / 1000).toFixed(1), rowsPerSecond: rate(N, rebuild.rebuildMs) },
   };
   console.log(JSON.stringify(result, null, 2));
