@@ -69,6 +69,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const producers = new Map<number, Producer>();
   const heads = new Map<number, Map<string, StoredHead>>();
   const failures = new Map<number, number>();
+  const resumeTimers = new Set<NodeJS.Timeout>();
 
   const closeProducers = async () => {
     const all = [...producers.values()];
@@ -159,7 +160,19 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const c = consumer();
     c.seek({ topic: batch.topic, partition: batch.partition, offset: batch.firstOffset() ?? batch.lastOffset() });
     c.pause([{ topic: batch.topic, partitions: [batch.partition] }]);
-    setTimeout(() => c.resume([{ topic: batch.topic, partitions: [batch.partition] }]), delay).unref();
+    const timer = setTimeout(() => {
+      resumeTimers.delete(timer);
+      try {
+        c.resume([{ topic: batch.topic, partitions: [batch.partition] }]);
+      } catch (err) {
+        // That consumer stopped meanwhile (shutdown, or the supervisor replaced it after a
+        // crash): its successor starts with nothing paused. Thrown from a timer, this would
+        // have been an uncaught exception.
+        log.debug('partition not resumed: its consumer is gone', { partition: batch.partition, err: errorMessage(err) });
+      }
+    }, delay);
+    timer.unref();
+    resumeTimers.add(timer);
   };
 
   const handleBatch = async (payload: EachBatchPayload) => {
@@ -340,6 +353,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
 
   return {
     async stop() {
+      for (const timer of resumeTimers) clearTimeout(timer);
+      resumeTimers.clear();
       await supervisor.running?.stop();
       await closeProducers();
     },

@@ -27,3 +27,25 @@ it('while the API answers 5xx the partitions pause; afterwards everything comple
   expectExactVersions(h, 'Contract', s.contractId);
   expect(h.deadLetters).toEqual([]);
 });
+
+it('stopping while a partition is paused leaves no timer that throws later', async () => {
+  const own = await startEnricherHarness();
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => uncaught.push(err);
+  process.on('uncaughtException', onUncaught);
+  try {
+    // A first version while the API works: the client holds its token before the outage.
+    const s = own.sim.billing.signup({ trial: false });
+    await waitFor(() => own.versionsOf('Contract', s.contractId).length === 1, { what: 'v1' });
+    own.sim.setFaults({ errorRate: 1 });
+    own.sim.billing.changePlan(s.contractId, 1);
+    const failed = () => Object.entries(own.sim.stats().requests.byRoute['GET /api/v1/Contracts/:id'] ?? {}).reduce((n, [status, count]) => (status.startsWith('5') ? n + count : n), 0);
+    // Two failed attempts make a paused partition, whose resume is due 0.5-1 s later.
+    await waitFor(() => failed() >= 4, { what: 'a partition paused more than once' });
+    await own.stop();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+  } finally {
+    process.off('uncaughtException', onUncaught);
+  }
+  expect(uncaught).toEqual([]);
+});
