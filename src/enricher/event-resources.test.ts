@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
-import type { WebhookRecord } from './webhook-record.js';
+import type { WebhookRecord } from '../ingress/webhook-record.js';
 
 const record = (event: string, fields: Partial<WebhookRecord> = {}): WebhookRecord => ({
   event_id: '00000000-0000-4000-8000-000000000000',
@@ -18,6 +18,11 @@ const record = (event: string, fields: Partial<WebhookRecord> = {}): WebhookReco
   dunning_id: null,
   payment_transaction_id: null,
   payment_escalation_process_id: null,
+  your_customer_id: null,
+  payment_provider: null,
+  expiry_date: null,
+  due_date: null,
+  trigger_days: null,
   extra_fields: '{}',
   ...fields,
 });

@@ -1,25 +1,14 @@
 import type { ResourceType } from '../billing-api/resource-types.js';
-import type { WebhookRecord } from './webhook-record.js';
+import type { WebhookFieldName } from '../ingress/webhook-fields.js';
+import type { WebhookRecord } from '../ingress/webhook-record.js';
 
 export interface ResourceRef {
   type: ResourceType;
   id: string;
 }
 
-type IdField = keyof Pick<
-  WebhookRecord,
-  | 'contract_id'
-  | 'customer_id'
-  | 'order_id'
-  | 'invoice_id'
-  | 'old_invoice_id'
-  | 'new_invoice_id'
-  | 'old_invoice_draft_id'
-  | 'new_invoice_draft_id'
-  | 'dunning_id'
-  | 'payment_transaction_id'
-  | 'payment_escalation_process_id'
->;
+/** The record fields that carry a resource identifier (WEBHOOK_FIELDS of kind `id`). */
+type IdField = WebhookFieldName<'id'>;
 
 /** Which record field names which resource type. `your_customer_id` is the client's own id: never fetched. */
 const FIELD_TYPE: Record<IdField, ResourceType> = {

@@ -12,7 +12,7 @@ import type { EnricherMetrics } from './enricher-metrics.js';
 import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
 import { encodeFetchRequest, type FetchRequest } from './fetch-request.js';
 import type { EnricherTopics } from './enricher-topics.js';
-import type { WebhookRecord } from './webhook-record.js';
+import type { WebhookRecord } from '../ingress/webhook-record.js';
 
 export interface RouterDeps {
   kafka: Kafka;

@@ -20,7 +20,7 @@ export interface WebhookField {
   resourceType?: string;
 }
 
-export const WEBHOOK_FIELDS: readonly WebhookField[] = Object.freeze([
+export const WEBHOOK_FIELDS = Object.freeze([
   { name: 'ContractId', avro: 'contract_id', kind: 'id', resourceType: 'Contract' },
   { name: 'CustomerId', avro: 'customer_id', kind: 'id', resourceType: 'Customer' },
   { name: 'OrderId', avro: 'order_id', kind: 'id', resourceType: 'Order' },
@@ -37,7 +37,10 @@ export const WEBHOOK_FIELDS: readonly WebhookField[] = Object.freeze([
   { name: 'ExpiryDate', avro: 'expiry_date', kind: 'string' },
   { name: 'DueDate', avro: 'due_date', kind: 'string' },
   { name: 'TriggerDays', avro: 'trigger_days', kind: 'int' },
-] satisfies WebhookField[]);
+] as const satisfies readonly WebhookField[]);
+
+/** The Avro names of the known fields of one kind. */
+export type WebhookFieldName<K extends WebhookFieldKind = WebhookFieldKind> = Extract<(typeof WEBHOOK_FIELDS)[number], { kind: K }>['avro'];
 
 /** The event-name field every body must carry (spec 6.1 rule 2). */
 export const EVENT_FIELD = 'Event';

@@ -1,20 +1,24 @@
-import { WEBHOOK_FIELDS } from './webhook-fields.js';
+import { WEBHOOK_FIELDS, type WebhookFieldName } from './webhook-fields.js';
 import type { ParsedWebhook } from './parse-webhook.js';
 
 /** The file in schemas/ that describes a webhook record. */
 export const WEBHOOK_SCHEMA_FILE = 'webhook.avsc';
 
-/** The value of one `<prefix>.webhooks` record, as schemas/webhook.avsc declares it. */
-export interface WebhookRecord {
+/**
+ * The value of one `<prefix>.webhooks` record, as schemas/webhook.avsc declares it: what the
+ * ingress writes and the enricher reads. The spec 6.2 fields (WEBHOOK_FIELDS) are null when the
+ * webhook did not carry them.
+ */
+export type WebhookRecord = {
   event_id: string;
   event: string;
   /** Milliseconds since the epoch (timestamp-millis). */
   received_at: number;
+  /** The body exactly as received. */
   body: string;
-  /** The spec 6.2 fields, by Avro name: string or number, null when absent. */
-  [field: string]: string | number | null;
+  /** JSON object text of the top-level fields the schema does not name, with their original names. */
   extra_fields: string;
-}
+} & { [F in WebhookFieldName<'id' | 'string'>]: string | null } & { [F in WebhookFieldName<'int'>]: number | null };
 
 export interface Delivery {
   eventId: string;
@@ -25,13 +29,8 @@ export interface Delivery {
 
 /** Builds the record for a validated webhook; every known field is present (null when absent). */
 export function toWebhookRecord(webhook: ParsedWebhook, delivery: Delivery): WebhookRecord {
-  const record: WebhookRecord = {
-    event_id: delivery.eventId,
-    event: webhook.event,
-    received_at: delivery.receivedAtMs,
-    body: delivery.body,
-    extra_fields: JSON.stringify(webhook.extra),
-  };
-  for (const field of WEBHOOK_FIELDS) record[field.avro] = webhook.fields[field.avro] ?? null;
-  return record;
+  const fields: Record<string, string | number | null> = {};
+  for (const field of WEBHOOK_FIELDS) fields[field.avro] = webhook.fields[field.avro] ?? null;
+  // parseWebhook validated each field's kind (TriggerDays an integer, the others strings).
+  return { ...(fields as Omit<WebhookRecord, 'event_id' | 'event' | 'received_at' | 'body' | 'extra_fields'>), event_id: delivery.eventId, event: webhook.event, received_at: delivery.receivedAtMs, body: delivery.body, extra_fields: JSON.stringify(webhook.extra) };
 }
