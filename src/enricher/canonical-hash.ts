@@ -7,7 +7,12 @@ import { createHash } from 'node:crypto';
  * stored body keeps the names as fetched.
  */
 export function contentHash(bodyText: string): string {
-  return createHash('sha256').update(canonicalJson(JSON.parse(bodyText))).digest('hex');
+  return valueHash(JSON.parse(bodyText));
+}
+
+/** contentHash of a body already parsed (the fetcher parses each body once). */
+export function valueHash(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
 }
 
 export function canonicalJson(value: unknown): string {

@@ -10,7 +10,7 @@ import { backoffDelayMs } from '../retry.js';
 import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { customerReference } from '../billing-api/customer-reference.js';
-import { contentHash } from './canonical-hash.js';
+import { valueHash } from './canonical-hash.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from './enricher-topics.js';
 import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
@@ -41,7 +41,7 @@ interface Pending {
   message: KafkaMessage;
 }
 
-type ReadResult = { kind: 'found'; body: string; hash: string; fetchedAt: number } | { kind: 'gone'; fetchedAt: number } | { kind: 'failed'; failure: ReadFailure; err: unknown };
+type ReadResult = { kind: 'found'; body: string; parsed: unknown; hash: string; fetchedAt: number } | { kind: 'gone'; fetchedAt: number } | { kind: 'failed'; failure: ReadFailure; err: unknown };
 
 class PartitionPaused extends Error {}
 
@@ -133,18 +133,24 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const prefetched = requests.every((r) => r.prefetched) ? requests.reduce((a, b) => ((b.prefetched?.fetchedAt ?? 0) > (a.prefetched?.fetchedAt ?? 0) ? b : a)).prefetched : undefined;
     if (prefetched) {
       metrics.fetches.inc({ type: first.type, outcome: 'prefetched' });
-      return { kind: 'found', body: prefetched.body, hash: contentHash(prefetched.body), fetchedAt: prefetched.fetchedAt };
+      return found(prefetched.body, prefetched.fetchedAt);
     }
     try {
       const result = await deps.reader.getResource(first.type, first.id);
       const fetchedAt = Date.now();
       metrics.fetches.inc({ type: first.type, outcome: result.kind });
-      return result.kind === 'found' ? { kind: 'found', body: result.body, hash: contentHash(result.body), fetchedAt } : { kind: 'gone', fetchedAt };
+      return result.kind === 'found' ? found(result.body, fetchedAt) : { kind: 'gone', fetchedAt };
     } catch (err) {
       const failure = classifyReadFailure(err);
       if (failure === undefined) throw err;
       return { kind: 'failed', failure, err };
     }
+  };
+
+  /** A body is parsed once: for its hash, and for a contract's customer reference. */
+  const found = (body: string, fetchedAt: number): ReadResult => {
+    const parsed: unknown = JSON.parse(body);
+    return { kind: 'found', body, parsed, hash: valueHash(parsed), fetchedAt };
   };
 
   const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown) => {
@@ -231,7 +237,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       // references its customer, which a client reads after the contract): on its first version,
       // after a deletion, or when the reference changed. Not when a webhook behind this read
       // named that very customer: it is fetched for that webhook anyway.
-      const customerId = next && result.kind === 'found' && first.type === 'Contract' ? customerReference(JSON.parse(result.body) as unknown) : undefined;
+      const customerId = next && result.kind === 'found' && first.type === 'Contract' ? customerReference(result.parsed) : undefined;
       if (customerId !== undefined && (head === undefined || head.deleted || head.customerId !== customerId)) {
         const customerKey = resourceKey('Customer', customerId);
         if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined }));
