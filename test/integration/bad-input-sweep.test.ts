@@ -2,19 +2,13 @@ import { request as httpRequest } from 'node:http';
 import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBillingApiClient, type BillingApiClient } from '../../src/billing-api/client.js';
 import type { Config } from '../../src/config.js';
-import { migrate } from '../../src/db/migrate.js';
-import { createPool, quoteIdent } from '../../src/db/pool.js';
-import { createHealth } from '../../src/health.js';
-import { createKafka } from '../../src/kafka/client.js';
+import { quoteIdent } from '../../src/db/pool.js';
 import { topicNames } from '../../src/kafka/topics.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
-import { startPipeline, type RunningPipeline } from '../../src/pipeline.js';
-import { createRegistry, type Registry } from '../../src/registry/registry.js';
-import { startSimulator, type Simulator } from '../../src/simulator/simulator.js';
-import { testConfig } from '../helpers/environment.js';
+import type { RunningPipeline } from '../../src/pipeline.js';
+import type { Registry } from '../../src/registry/registry.js';
+import type { Simulator } from '../../src/simulator/simulator.js';
+import { startSimulatedPipeline, type SimulatedPipeline } from '../helpers/simulated-pipeline.js';
 import { drainPipeline, readDeadLetters, topicRecordCount } from '../helpers/pipeline-drain.js';
 import { canonical, compareWarehouseToTruth } from '../helpers/warehouse-truth.js';
 import { startRecordingServer, type RecordingServer } from './billing-api-recording-server.js';
@@ -27,24 +21,33 @@ import { startRecordingServer, type RecordingServer } from './billing-api-record
  * that literal identifier, as one encoded path segment. The API is reached through a recording
  * proxy in front of the simulator, which keeps the raw request targets.
  */
+let run: SimulatedPipeline;
 let config: Config;
 let pool: pg.Pool;
 let kafka: Kafka;
 let registry: Registry;
 let sim: Simulator;
 let proxy: RecordingServer;
-let api: BillingApiClient;
 let pipeline: RunningPipeline;
 
 beforeAll(async () => {
-  config = testConfig();
-  const log = createLogger(config.logLevel);
-  pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'bad-input-sweep-test', log, max: 3 });
-  await migrate(pool, { schema: config.databaseSchema, log });
-  sim = await startSimulator({ seed: 31, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 100 } });
-  // Forwards the raw request target untouched (node:http, not fetch: a WHATWG URL would resolve dot segments).
-  const upstream = new URL(sim.baseUrl);
-  proxy = await startRecordingServer(
+  run = await startSimulatedPipeline({
+    name: 'bad-input-sweep-test',
+    sim: { seed: 31, delivery: { retryBaseDelayMs: 100 } },
+    maxConcurrency: 8,
+    // Through a proxy that records the raw request paths.
+    frontApi: async (sandboxUrl) => (proxy = await startRecordingProxy(new URL(sandboxUrl))),
+  });
+  ({ config, pool, kafka, registry, sim, pipeline } = run);
+}, 120_000);
+
+afterAll(async () => {
+  await run?.stop();
+});
+
+/** Forwards the raw request target untouched (node:http, not fetch: a WHATWG URL would resolve dot segments). */
+function startRecordingProxy(upstream: URL): Promise<RecordingServer> {
+  return startRecordingServer(
     (req, res) =>
       new Promise<void>((resolve, reject) => {
         const headers = { ...req.headers, host: upstream.host };
@@ -57,28 +60,7 @@ beforeAll(async () => {
         forward.end(req.body);
       }),
   );
-  api = createBillingApiClient({
-    ...sim.clientOptions(),
-    // Through a proxy that records the raw request paths.
-    apiUrl: proxy.url,
-    authUrl: proxy.url,
-    requestsPerSecond: 500,
-    maxConcurrency: 8,
-    logger: log,
-  });
-  kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'bad-input-sweep-test', log });
-  registry = createRegistry(config.schemaRegistryUrl);
-  pipeline = await startPipeline({ kafka, registry, reader: api, log, metrics: createMetrics(), health: createHealth() }, { ...config, ingressPort: 0 } as Config, { host: '127.0.0.1', maxPauseMs: 1000 });
-  sim.setWebhookUrl(`${pipeline.ingress.url}/webhooks`);
-}, 120_000);
-
-afterAll(async () => {
-  await sim?.stop();
-  await pipeline?.stop();
-  await api?.close();
-  await proxy?.close();
-  await pool?.end();
-});
+}
 
 interface Answer {
   status: number;

@@ -1,18 +1,10 @@
 import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBillingApiClient, type BillingApiClient } from '../../src/billing-api/client.js';
 import type { Config } from '../../src/config.js';
-import { migrate } from '../../src/db/migrate.js';
-import { createPool, quoteIdent } from '../../src/db/pool.js';
-import { createHealth } from '../../src/health.js';
-import { createKafka } from '../../src/kafka/client.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
-import { startPipeline, type RunningPipeline } from '../../src/pipeline.js';
-import { createRegistry } from '../../src/registry/registry.js';
-import { startSimulator, type Simulator } from '../../src/simulator/simulator.js';
-import { testConfig } from '../helpers/environment.js';
+import { quoteIdent } from '../../src/db/pool.js';
+import type { Simulator } from '../../src/simulator/simulator.js';
+import { startSimulatedPipeline, type SimulatedPipeline } from '../helpers/simulated-pipeline.js';
 import { deadLetterCount, drainPipeline } from '../helpers/pipeline-drain.js';
 import { compareWarehouseToTruth, compareWebhooksToDeliveries } from '../helpers/warehouse-truth.js';
 
@@ -22,44 +14,23 @@ import { compareWarehouseToTruth, compareWebhooksToDeliveries } from '../helpers
  * pipeline has drained, the WAREHOUSE (PostgreSQL, not Kafka) matches the simulator's true
  * history: DESIGN.md properties 1, 2 and 3 seen from where the analysts look.
  */
+let run: SimulatedPipeline;
 let config: Config;
 let pool: pg.Pool;
 let kafka: Kafka;
 let sim: Simulator;
-let api: BillingApiClient;
-let pipeline: RunningPipeline;
 
 beforeAll(async () => {
-  config = testConfig();
-  const log = createLogger(config.logLevel);
-  pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'e2e-truth-test', log, max: 3 });
-  await migrate(pool, { schema: config.databaseSchema, log });
-  sim = await startSimulator({
-    seed: 20250101,
-    rateLimit: { requestsPerSecond: 0 },
+  run = await startSimulatedPipeline({
+    name: 'e2e-truth-test',
     // Upstream delivers late, twice and out of order (spec 6.1.7).
-    delivery: { retryBaseDelayMs: 100, lateRate: 0.1, lateDelayMs: 1500, duplicateRate: 0.2, reorderRate: 0.3, reorderWindowMs: 800 },
+    sim: { seed: 20250101, delivery: { retryBaseDelayMs: 100, lateRate: 0.1, lateDelayMs: 1500, duplicateRate: 0.2, reorderRate: 0.3, reorderWindowMs: 800 } },
   });
-  api = createBillingApiClient({
-    ...sim.clientOptions(),
-    requestsPerSecond: 500,
-    maxConcurrency: 16,
-    logger: log,
-  });
-  kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'e2e-truth-test', log });
-  pipeline = await startPipeline(
-    { kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics: createMetrics(), health: createHealth() },
-    { ...config, ingressPort: 0 } as Config,
-    { host: '127.0.0.1', maxPauseMs: 1000 },
-  );
-  sim.setWebhookUrl(`${pipeline.ingress.url}/webhooks`);
+  ({ config, pool, kafka, sim } = run);
 }, 120_000);
 
 afterAll(async () => {
-  await sim?.stop();
-  await pipeline?.stop();
-  await api?.close();
-  await pool?.end();
+  await run?.stop();
 });
 
 describe('end to end: the warehouse holds the true history', () => {
