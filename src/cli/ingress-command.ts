@@ -14,7 +14,7 @@ export function registerIngress(program: Command): void {
   program
     .command('ingress')
     .description('receive webhooks: POST /webhooks (or /webhooks/<INGRESS_TOKEN>) answered 200 once Kafka acknowledged the write; GET /healthz, /readyz, /metrics. Runs until SIGTERM/SIGINT')
-    .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_BODY_BYTES', 'LOG_LEVEL']))
+    .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_BODY_BYTES', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT']))
     .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
     .action(async () => {
       const config = loadConfig(await envWithDotenv(process.env, join(process.cwd(), '.env')));

@@ -20,7 +20,7 @@ export function registerRun(program: Command): void {
       environmentHelp([
         'KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL',
         'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET', 'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND',
-        'INGRESS_PORT', 'INGRESS_TOKEN', 'LOG_LEVEL',
+        'INGRESS_PORT', 'INGRESS_TOKEN', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
       ]),
     )
     .action(async () => {
