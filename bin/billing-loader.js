@@ -3,10 +3,14 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const entry = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
-if (!existsSync(entry)) {
+const dist = (path) => fileURLToPath(new URL(`../dist/${path}`, import.meta.url));
+if (!existsSync(dist('cli/main.js'))) {
   console.error('billing-loader: not built yet; run `npm run build` (or `npm start`, which builds first)');
   process.exit(1);
 }
-const { main } = await import(entry);
+// Before the CLI's modules load: loading them runs full collections, and the heap limit each one
+// sets stands until the next (src/heap-growth.ts). The configured value replaces it later.
+const { applyHeapGrowth, DEFAULT_HEAP_GROWTH_PERCENT } = await import(dist('heap-growth.js'));
+applyHeapGrowth(DEFAULT_HEAP_GROWTH_PERCENT);
+const { main } = await import(dist('cli/main.js'));
 process.exitCode = await main(process.argv.slice(2));

@@ -1,5 +1,6 @@
 import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
+import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 import { defaultStackDir, readStackPorts, stackConnectionSettings } from './stack/settings.js';
 
@@ -147,7 +148,7 @@ export const options = {
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),
-  heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: '50', default: () => 50, parse: nonNegativeInt }),
+  heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: String(DEFAULT_HEAP_GROWTH_PERCENT), default: () => DEFAULT_HEAP_GROWTH_PERCENT, parse: nonNegativeInt }),
   logLevel: defaulted({ env: 'LOG_LEVEL', description: 'log level: debug, info, warn, error', defaultText: 'info', default: () => 'info' as LogLevel, parse: logLevel }),
   stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => defaultStackDir, parse: str }),
 };

@@ -29,8 +29,8 @@ describe('heap growth', () => {
     expect(factorsAfterFullGc('heap.applyHeapGrowth(70);')).toContain('1.7');
   });
 
-  it("leaves V8's own rule when set to 0", () => {
-    expect(factorsAfterFullGc('heap.applyHeapGrowth(0);')).not.toContain('1.7');
+  it("restores V8's own rule when set to 0", () => {
+    expect(factorsAfterFullGc('heap.applyHeapGrowth(70); heap.applyHeapGrowth(0);')).not.toContain('1.7');
   });
 
   it('yields to --heap-growing-percent on the node command line', () => {
@@ -41,5 +41,12 @@ describe('heap growth', () => {
 
   it('is applied from HEAP_GROWTH_PERCENT when a command loads its configuration', () => {
     expect(factorsAfterFullGc('await cli.cliConfig();', [], { HEAP_GROWTH_PERCENT: '70' })).toContain('1.7');
+  });
+
+  it('is applied by the executable before the modules whose loading runs the first full collections', () => {
+    const child = spawnSync(process.execPath, ['--trace-gc-verbose', join(packageRoot, 'bin', 'billing-loader.js'), '--help'], { cwd: packageRoot, encoding: 'utf8' });
+    expect(child.status, child.stderr).toBe(0);
+    const first = /\[HeapController\] Limit: .*\((\d+\.\d)\)/.exec(child.stdout);
+    expect(first?.[1]).toBe('1.5');
   });
 });
