@@ -5,6 +5,7 @@ import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
+import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter, type DeadLetter } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import type { Health } from '../health.js';
@@ -51,7 +52,9 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
     producerReady = false;
     await old.disconnect().catch(() => undefined);
   };
-  const handleBatch = async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }: EachBatchPayload) => {
+  const commits = createCommitThrottle(deps.log);
+  const handleBatch = async (payload: EachBatchPayload) => {
+    const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
     const requests: { key: string; value: Buffer }[] = [];
     const letters: DeadLetter[] = [];
     for (const message of batch.messages) {
@@ -103,10 +106,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
     }
     if (letters.length > 0) deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     resolveOffset(batch.lastOffset());
-    // With autoCommit off and no interval or threshold, kafkajs's commitOffsetsIfNecessary() with
-    // no argument commits nothing: pass the resolved offsets, or the group never moves and every
-    // restart re-routes the topic from the beginning.
-    await commitOffsetsIfNecessary(uncommittedOffsets());
+    await commits.commit(payload);
     await heartbeat();
   };
 
@@ -123,6 +123,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
   });
   return {
     async stop() {
+      await commits.flush();
       await consumer.stop();
       await producer.disconnect();
     },

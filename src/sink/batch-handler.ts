@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
 import { writeBatch, type BatchOutcome } from './batch-writer.js';
+import type { CommitThrottle } from '../kafka/commit-throttle.js';
 import type { DeadLetter, DeadLetterWriter } from '../kafka/dead-letters.js';
 import { decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
@@ -23,6 +24,8 @@ export interface BatchHandlerContext {
   log: Logger;
   /** Aborted when the sink stops: a batch still failing is abandoned, uncommitted. */
   stopping: AbortSignal;
+  /** Commits the resolved offsets, at most once per interval. */
+  commits: CommitThrottle;
 }
 
 /** Readiness condition set while batches keep failing (database or broker unreachable). */
@@ -39,7 +42,7 @@ export const WRITE_CONDITION = 'sink-writes';
  */
 export function createBatchHandler(ctx: BatchHandlerContext) {
   return async function eachBatch(payload: EachBatchPayload): Promise<void> {
-    const { batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary, uncommittedOffsets } = payload;
+    const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
     const last = batch.messages[batch.messages.length - 1];
     if (!last) return;
     const kind = batch.topic === ctx.names.snapshots ? 'snapshots' : 'webhooks';
@@ -71,7 +74,7 @@ export function createBatchHandler(ctx: BatchHandlerContext) {
     ctx.health.setCondition(WRITE_CONDITION, undefined);
     // Offsets move only after the database COMMIT and the dead letters (the at-least-once edge).
     resolveOffset(last.offset);
-    await commitOffsetsIfNecessary(uncommittedOffsets());
+    await ctx.commits.commit(payload);
     ctx.metrics.lag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(batch.offsetLag())));
   };
 }

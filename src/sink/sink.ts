@@ -10,6 +10,7 @@ import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { createRegistry, type Registry } from '../registry/registry.js';
 import { createBatchHandler } from './batch-handler.js';
+import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { createSinkMetrics } from './sink-metrics.js';
@@ -72,8 +73,10 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
 
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   await producer.connect();
+  const commits = createCommitThrottle(log);
   const eachBatch = createBatchHandler({
     pool,
+    commits,
     registry,
     deadLetters: createDeadLetterWriter(producer, registry, 'sink'),
     schema: config.databaseSchema,
@@ -113,7 +116,8 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
       stopped ??= (async () => {
         deps.health.setCondition('sink-consumer', 'stopping');
         stopping.abort();
-        // disconnect() waits for the batch in flight, which commits before it returns.
+        await commits.flush();
+        // stop() waits for the batch in flight, which commits at once when the consumer stops.
         await consumer.stop();
         await producer.disconnect();
         if (!deps.pool) await pool.end();

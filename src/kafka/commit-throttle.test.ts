@@ -1,0 +1,73 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { silentLogger } from '../log.js';
+import { createCommitThrottle } from './commit-throttle.js';
+
+/** A stand-in for kafkajs's eachBatch payload: resolved offsets, and the commits made. */
+function consumer() {
+  const state = { running: true, resolved: 0, committed: [] as number[] };
+  const payload = {
+    isRunning: () => state.running,
+    uncommittedOffsets: () => ({ topics: state.resolved > (state.committed.at(-1) ?? -1) ? [{ topic: 't', partitions: [{ partition: 0, offset: String(state.resolved) }] }] : [] }),
+    commitOffsetsIfNecessary: async (offsets?: { topics: { partitions: { offset: string }[] }[] }) => {
+      state.committed.push(Number(offsets?.topics[0]?.partitions[0]?.offset));
+    },
+  };
+  const batch = (offset: number) => {
+    state.resolved = offset;
+    return payload;
+  };
+  return { state, batch };
+}
+
+describe('commit throttle', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('commits the first batch at once and later ones at most once per interval', async () => {
+    const { state, batch } = consumer();
+    const throttle = createCommitThrottle(silentLogger, 1000);
+    await throttle.commit(batch(10));
+    for (let offset = 11; offset <= 19; offset++) {
+      await vi.advanceTimersByTimeAsync(100);
+      await throttle.commit(batch(offset));
+    }
+    expect(state.committed).toEqual([10]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(state.committed).toEqual([10, 19]);
+  });
+
+  it('commits the last offsets at the end of the interval when no batch follows', async () => {
+    const { state, batch } = consumer();
+    const throttle = createCommitThrottle(silentLogger, 1000);
+    await throttle.commit(batch(1));
+    await throttle.commit(batch(2));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(state.committed).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(state.committed).toEqual([1, 2]);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(state.committed).toEqual([1, 2]);
+  });
+
+  it('commits at once while the consumer stops, and flush() commits what is pending', async () => {
+    const { state, batch } = consumer();
+    const throttle = createCommitThrottle(silentLogger, 1000);
+    await throttle.commit(batch(1));
+    await throttle.commit(batch(2));
+    await throttle.flush();
+    expect(state.committed).toEqual([1, 2]);
+    state.running = false;
+    await throttle.commit(batch(3));
+    expect(state.committed).toEqual([1, 2, 3]);
+  });
+
+  it('commits nothing from its timer once the consumer is no longer running', async () => {
+    const { state, batch } = consumer();
+    const throttle = createCommitThrottle(silentLogger, 1000);
+    await throttle.commit(batch(1));
+    await throttle.commit(batch(2));
+    state.running = false;
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(state.committed).toEqual([1]);
+  });
+});

@@ -1,0 +1,56 @@
+import type { EachBatchPayload } from 'kafkajs';
+import type { Logger } from '../log.js';
+
+type CommitPayload = Pick<EachBatchPayload, 'commitOffsetsIfNecessary' | 'uncommittedOffsets' | 'isRunning'>;
+
+/** How often a throttled consumer commits its offsets while batches keep coming. */
+export const COMMIT_INTERVAL_MS = 1000;
+
+export interface CommitThrottle {
+  /** After a batch's offsets are resolved: commits them now if the interval has passed or the consumer is stopping, else at the end of the interval. */
+  commit(payload: CommitPayload): Promise<void>;
+  /** Commits what is pending at once; call it before stopping the consumer. */
+  flush(): Promise<void>;
+}
+
+/**
+ * Commits a consumer group's resolved offsets at most once per interval instead of after every
+ * batch. At 500 webhooks/s the router and the sink each sent ~100 OffsetCommit requests a second
+ * (a quarter of all the loader's Kafka requests, each a write to __consumer_offsets). Offsets are
+ * still only committed once resolved, i.e. after the batch's effects are durable, so this keeps
+ * at-least-once; what it changes is how much is read again after a crash or a rebalance (up to
+ * one interval), which both consumers absorb (requests coalesce, the sink's inserts are
+ * idempotent). The last offsets are committed at the end of the interval even if no batch
+ * follows, so an idle group shows no lag.
+ */
+export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_MS, now: () => number = Date.now): CommitThrottle {
+  let last = -Infinity;
+  let latest: CommitPayload | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const cancel = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  const commitNow = async (payload: CommitPayload) => {
+    cancel();
+    last = now();
+    const offsets = payload.uncommittedOffsets();
+    if (offsets.topics.length > 0) await payload.commitOffsetsIfNecessary(offsets);
+  };
+  // From a timer or before a stop, a failed commit only means those offsets are read again.
+  const commitLatest = async () => {
+    if (latest?.isRunning()) await commitNow(latest).catch((err: unknown) => log.debug('deferred offset commit failed; those offsets will be read again', { err }));
+  };
+  return {
+    async commit(payload) {
+      latest = payload;
+      const wait = last + intervalMs - now();
+      if (wait <= 0 || !payload.isRunning()) return commitNow(payload);
+      timer ??= setTimeout(() => void commitLatest(), wait).unref();
+    },
+    async flush() {
+      cancel();
+      await commitLatest();
+    },
+  };
+}
