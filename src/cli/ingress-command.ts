@@ -1,6 +1,4 @@
-import { join } from 'node:path';
 import type { Command } from 'commander';
-import { envWithDotenv, loadConfig } from '../config.js';
 import { createHealth } from '../health.js';
 import { startIngress } from '../ingress/ingress.js';
 import { createKafka } from '../kafka/client.js';
@@ -9,6 +7,7 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { createRegistry } from '../registry/registry.js';
 import { environmentHelp } from './env-help.js';
+import { cliConfig } from './cli-config.js';
 
 export function registerIngress(program: Command): void {
   program
@@ -17,7 +16,7 @@ export function registerIngress(program: Command): void {
     .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_BODY_BYTES', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT']))
     .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
     .action(async () => {
-      const config = loadConfig(await envWithDotenv(process.env, join(process.cwd(), '.env')));
+      const config = await cliConfig();
       const log = createLogger(config.logLevel);
       const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-ingress', log });
       const registry = createRegistry(config.schemaRegistryUrl);

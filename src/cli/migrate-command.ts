@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
 import { createLogger } from '../log.js';
 import { environmentHelp } from './env-help.js';
+import { cliConfig } from './cli-config.js';
 
 export function registerMigrate(program: Command): void {
   program
@@ -11,7 +11,7 @@ export function registerMigrate(program: Command): void {
     .description('apply the SQL files in migrations/ in order; safe to run concurrently and repeatedly')
     .addHelpText('after', environmentHelp(['DATABASE_URL', 'DATABASE_SCHEMA', 'LOG_LEVEL']))
     .action(async () => {
-      const config = loadConfig(process.env);
+      const config = await cliConfig();
       const log = createLogger(config.logLevel).child({ component: 'migrate' });
       const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader migrate', log, max: 1 });
       try {

@@ -1,5 +1,4 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { loadConfig } from '../config.js';
 import { enricherGroupId } from '../enricher/enricher.js';
 import { createPool } from '../db/pool.js';
 import { UserError } from '../errors.js';
@@ -11,6 +10,7 @@ import { applyReset, assertGroupInactive, parsePartitionOffsets, planReset, type
 import { rebuildWarehouse } from '../sink/rebuild.js';
 import { sinkGroupId } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
+import { cliConfig } from './cli-config.js';
 
 interface ReplayOptions {
   group: 'sink' | 'enricher';
@@ -57,7 +57,7 @@ export function registerReplay(program: Command): void {
       const chosen = [opts.toBeginning, opts.toTimestamp !== undefined, opts.toOffsets !== undefined, opts.rebuild].filter(Boolean).length;
       if (chosen !== 1) throw new UserError('choose exactly one of --to-beginning, --to-timestamp, --to-offsets, --rebuild');
       if (opts.allowTruncatedLog && !opts.rebuild) throw new UserError('--allow-truncated-log only applies to --rebuild');
-      const config = loadConfig(process.env);
+      const config = await cliConfig();
       const log = createLogger(config.logLevel).child({ component: 'replay' });
       const names = topicNames(config.topicPrefix);
       const groupId = opts.groupId ?? (opts.group === 'sink' ? sinkGroupId(config) : enricherGroupId(config.topicPrefix));

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
 import { createHealth } from '../health.js';
 import { stopOnSignal } from '../lifecycle.js';
 import { createLogger } from '../log.js';
@@ -7,6 +6,7 @@ import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
 import { sinkGroupId, startSink } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
+import { cliConfig } from './cli-config.js';
 
 export function registerSink(program: Command): void {
   program
@@ -18,7 +18,7 @@ export function registerSink(program: Command): void {
         '\n\nServes GET /healthz, /readyz and /metrics on SINK_PORT. Records that cannot be decoded or are refused go to\n<prefix>.snapshots.dlq or <prefix>.webhooks.dlq (the one matching their topic).',
     )
     .action(async () => {
-      const config = loadConfig(process.env);
+      const config = await cliConfig();
       const log = createLogger(config.logLevel);
       const health = createHealth();
       const metrics = createMetrics();
