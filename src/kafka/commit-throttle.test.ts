@@ -19,6 +19,15 @@ function consumer() {
   return { state, batch };
 }
 
+/** A throttle that committed offset 1 at once and holds offset 2 for the end of its interval. */
+async function withOffset2Pending() {
+  const { state, batch } = consumer();
+  const throttle = createCommitThrottle(silentLogger, 1000);
+  await throttle.commit(batch(1));
+  await throttle.commit(batch(2));
+  return { state, batch, throttle };
+}
+
 describe('commit throttle', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
@@ -37,10 +46,7 @@ describe('commit throttle', () => {
   });
 
   it('commits the last offsets at the end of the interval when no batch follows', async () => {
-    const { state, batch } = consumer();
-    const throttle = createCommitThrottle(silentLogger, 1000);
-    await throttle.commit(batch(1));
-    await throttle.commit(batch(2));
+    const { state } = await withOffset2Pending();
     await vi.advanceTimersByTimeAsync(999);
     expect(state.committed).toEqual([1]);
     await vi.advanceTimersByTimeAsync(1);
@@ -50,10 +56,7 @@ describe('commit throttle', () => {
   });
 
   it('commits at once while the consumer stops, and flush() commits what is pending', async () => {
-    const { state, batch } = consumer();
-    const throttle = createCommitThrottle(silentLogger, 1000);
-    await throttle.commit(batch(1));
-    await throttle.commit(batch(2));
+    const { state, batch, throttle } = await withOffset2Pending();
     await throttle.flush();
     expect(state.committed).toEqual([1, 2]);
     state.running = false;
@@ -62,10 +65,7 @@ describe('commit throttle', () => {
   });
 
   it('commits nothing from its timer once the consumer is no longer running', async () => {
-    const { state, batch } = consumer();
-    const throttle = createCommitThrottle(silentLogger, 1000);
-    await throttle.commit(batch(1));
-    await throttle.commit(batch(2));
+    const { state } = await withOffset2Pending();
     state.running = false;
     await vi.advanceTimersByTimeAsync(2000);
     expect(state.committed).toEqual([1]);

@@ -23,7 +23,7 @@ export interface CommitThrottle {
  * idempotent). The last offsets are committed at the end of the interval even if no batch
  * follows, so an idle group shows no lag.
  */
-export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_MS, now: () => number = Date.now): CommitThrottle {
+export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_MS): CommitThrottle {
   let last = -Infinity;
   let latest: CommitPayload | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -33,7 +33,7 @@ export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_M
   };
   const commitNow = async (payload: CommitPayload) => {
     cancel();
-    last = now();
+    last = Date.now();
     const offsets = payload.uncommittedOffsets();
     if (offsets.topics.length > 0) await payload.commitOffsetsIfNecessary(offsets);
   };
@@ -44,7 +44,7 @@ export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_M
   return {
     async commit(payload) {
       latest = payload;
-      const wait = last + intervalMs - now();
+      const wait = last + intervalMs - Date.now();
       if (wait <= 0 || !payload.isRunning()) return commitNow(payload);
       timer ??= setTimeout(() => void commitLatest(), wait).unref();
     },

@@ -43,8 +43,9 @@ export function sinkGroupId(config: Config): string {
  * The sink stage: consumes `<prefix>.snapshots` and `<prefix>.webhooks` and appends them to the
  * warehouse in DATABASE_SCHEMA (migrated beforehand by `billing-loader migrate`). One transaction
  * per Kafka batch; offsets committed after the COMMIT, at most once a second (at-least-once
- * delivery, made exactly-once in the warehouse by idempotent writes). Records that cannot be decoded or are refused go to the
- * DLQ matching their topic. stop() finishes the batch in flight, commits it, and closes.
+ * delivery, made exactly-once in the warehouse by idempotent writes). Records that cannot be
+ * decoded or are refused go to the DLQ matching their topic. stop() commits the pending offsets,
+ * finishes the batch in flight, commits it, and closes.
  */
 export async function startSink(deps: SinkDeps, config: Config, options: SinkOptions = {}): Promise<Running> {
   const log = deps.log.child({ component: 'sink' });
