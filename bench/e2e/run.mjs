@@ -60,7 +60,7 @@ const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const components = Object.fromEntries(
   ['sink', 'enricher', 'ingress'].map((name) => {
     const child = spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'billing-loader.js'), name], { env: componentEnv, stdio: ['ignore', 'ignore', 'inherit'] });
-    return [name, { child, cpu0: 0, rssPeakMb: 0 }];
+    return [name, { child, rssPeakMb: 0 }];
   }),
 );
 const ready = async (port) => {
