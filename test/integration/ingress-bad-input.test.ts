@@ -55,6 +55,17 @@ describe('ingress: bad input gets its status and writes nothing', () => {
     const metrics = await t.metrics.getSingleMetricAsString('billing_loader_ingress_requests_total');
     for (const status of ['400', '404', '413', '415']) expect(metrics).toMatch(new RegExp(`status="${status}"} [1-9]`));
   });
+
+  // These skip the ingress's fast path (src/ingress/webhook-path.ts) and reach the handler through Express.
+  it('takes the other spellings of the path Express matches: a percent-encoded token, a trailing slash', async () => {
+    const before = await t.recordCount();
+    const encoded = `/webhooks/%${TOKEN.charCodeAt(0).toString(16)}${TOKEN.slice(1)}`;
+    expect((await t.post({ Event: 'ContractChanged', ContractId: 'c2' }, { path: encoded })).status).toBe(200);
+    expect((await t.post({ Event: 'ContractChanged', ContractId: 'c3' }, { path: `${path}/` })).status).toBe(200);
+    const wrong = await t.post({ Event: 'ContractChanged', ContractId: 'c4' }, { path: `/webhooks/%78${TOKEN.slice(1)}` });
+    expect(wrong).toEqual({ status: 404, body: { error: 'not found' } });
+    expect(await t.recordCount()).toBe(before + 2);
+  });
 });
 
 async function rawPost(body: Buffer) {
