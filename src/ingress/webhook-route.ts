@@ -7,7 +7,7 @@ import type { IngressMetrics } from './ingress-metrics.js';
 import { parseWebhook } from './parse-webhook.js';
 import { readBody } from './read-body.js';
 import { recordKey } from './record-key.js';
-import { isJsonContentType, tokenMatches } from './request-checks.js';
+import { isJsonContentType, tokenMatcher } from './request-checks.js';
 import { toWebhookRecord, type WebhookRecord } from './webhook-record.js';
 
 export interface WebhookRouteDeps {
@@ -38,6 +38,7 @@ export type WebhookHandler = (req: IncomingMessage, res: ServerResponse, givenTo
  */
 export function webhookHandler(deps: WebhookRouteDeps): WebhookHandler {
   const { log, metrics } = deps;
+  const tokenMatches = deps.token === undefined ? undefined : tokenMatcher(deps.token);
   const reply = (res: ServerResponse, status: number, body: object) => {
     metrics.requests.inc({ status: String(status) });
     const json = JSON.stringify(body);
@@ -59,7 +60,7 @@ export function webhookHandler(deps: WebhookRouteDeps): WebhookHandler {
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse, givenToken: string | undefined): Promise<void> {
-    if (deps.token !== undefined && !tokenMatches(deps.token, givenToken ?? '')) return reply(res, 404, { error: 'not found' });
+    if (tokenMatches && !tokenMatches(givenToken ?? '')) return reply(res, 404, { error: 'not found' });
     if (deps.isStopping()) return reply(res, 503, { error: 'the ingress is shutting down; retry later' });
     if (!isJsonContentType(req.headers['content-type'])) return reply(res, 415, { error: 'Content-Type must be application/json (UTF-8)' });
 
