@@ -139,7 +139,7 @@ async function openLoop(url, rate, seconds) {
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
     // Late: latency counts from the due time. Early (a timer fires up to 1 ms ahead): from now.
-    pending.push(fire(Math.max(due, performance.now())));
+    pending.push(fire(Math.min(due, performance.now())));
   }
   await Promise.all(pending);
   const elapsed = (performance.now() - started) / 1000;
