@@ -10,7 +10,7 @@ import { defaultStackDir, readStackPorts, stackConnectionSettings } from './stac
  * module reads the environment, and it takes the environment as a parameter.
  */
 
-type Env = Readonly<Record<string, string | undefined>>;
+export type Env = Readonly<Record<string, string | undefined>>;
 
 interface DefaultContext {
   /** Connection settings of the local stack (its recorded ports, or the defaults). */

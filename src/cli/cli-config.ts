@@ -1,14 +1,18 @@
 import { resolve } from 'node:path';
-import { envWithDotenv, loadConfig, type Config } from '../config.js';
+import { envWithDotenv, loadConfig, type Config, type Env } from '../config.js';
 import { applyHeapGrowth } from '../heap-growth.js';
 
+/** What a CLI command reads its settings from: the environment, over a `.env` file in the working folder if there is one. */
+export function cliEnvironment(): Promise<Env> {
+  return envWithDotenv(process.env, resolve('.env'));
+}
+
 /**
- * The configuration of a CLI command: the environment, over a `.env` file in the working folder if
- * there is one. Also applies the process-wide settings it holds (heap growth), since every command
- * starts here.
+ * The configuration of a CLI command, from `env` (default: cliEnvironment()). Also applies the
+ * process-wide settings it holds (heap growth), since every command starts here.
  */
-export async function cliConfig(): Promise<Config> {
-  const config = loadConfig(await envWithDotenv(process.env, resolve('.env')));
+export async function cliConfig(env?: Env): Promise<Config> {
+  const config = loadConfig(env ?? (await cliEnvironment()));
   applyHeapGrowth(config.heapGrowthPercent);
   return config;
 }

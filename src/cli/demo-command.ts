@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { createBillingApiClient } from '../billing-api/client.js';
 import { RESOURCE_TYPES, RESOURCE_TYPE_INFO } from '../billing-api/resource-types.js';
-import { loadConfig, withoutPassword, type Config } from '../config.js';
+import { withoutPassword, type Config } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, quoteIdent } from '../db/pool.js';
 import { createHealth } from '../health.js';
@@ -17,7 +17,7 @@ import { createRegistry } from '../registry/registry.js';
 import { startSimulator, type Simulator } from '../simulator/simulator.js';
 import { readStackPorts } from '../stack/settings.js';
 import { stackUp } from '../stack/stack.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, cliEnvironment } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 function positive(value: string): number {
@@ -42,17 +42,18 @@ export function registerDemo(program: Command): void {
     .option('--seed <n>', 'scenario seed (default: a new one each run)', positive)
     .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'STACK_DIR', 'LOG_LEVEL']))
     .action(async (opts: { duration: number; seed?: number }) => {
-      const configured = Boolean(process.env.KAFKA_BROKERS || process.env.SCHEMA_REGISTRY_URL || process.env.DATABASE_URL);
+      const env = await cliEnvironment();
+      const config = await cliConfig(env);
+      const configured = Boolean(env.KAFKA_BROKERS || env.SCHEMA_REGISTRY_URL || env.DATABASE_URL);
       if (!configured) {
-        const dir = loadConfig(process.env).stackDir;
+        const dir = config.stackDir;
         say('1/5 local stack: Kafka, schema registry, PostgreSQL (the first run downloads Kafka and the registry from Maven Central)');
         await stackUp({ dir, ports: readStackPorts(dir), progress: (l) => say(`    ${l}`) });
       } else {
         say('1/5 using the configured services (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DATABASE_URL)');
       }
       // Quiet logs unless asked: the demo's own lines are the interface here.
-      const config = await cliConfig();
-      const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'error');
+      const log = createLogger(env.LOG_LEVEL ? config.logLevel : 'error');
       const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader demo', log, max: 2 });
       const seed = opts.seed ?? Date.now() % 1_000_000;
       const sim = await startSimulator({

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { loadConfig } from '../config.js';
 import { readStackPorts, type StackPorts } from '../stack/settings.js';
 import { stackDown, stackStatus, stackUp } from '../stack/stack.js';
+import { cliConfig } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 function portArg(value: string): number {
@@ -27,7 +27,7 @@ export function registerStack(program: Command): void {
     .option('--postgres-port <port>', 'PostgreSQL port', portArg)
     .addHelpText('after', '\nPorts default to those of the last `stack up` (else 19092, 19093, 18081, 15432).\nUse in a shell: eval "$(billing-loader stack up)"')
     .action(async (opts: { kafkaPort?: number; kafkaControllerPort?: number; registryPort?: number; postgresPort?: number }) => {
-      const dir = loadConfig(process.env).stackDir;
+      const dir = (await cliConfig()).stackDir;
       const saved = readStackPorts(dir);
       const ports: StackPorts = {
         kafka: opts.kafkaPort ?? saved.kafka,
@@ -43,7 +43,7 @@ export function registerStack(program: Command): void {
     .command('down')
     .description('stop the local services this stack started (data is kept)')
     .action(async () => {
-      const dir = loadConfig(process.env).stackDir;
+      const dir = (await cliConfig()).stackDir;
       await stackDown({ dir, ports: readStackPorts(dir), progress });
       progress('stack: stopped');
     });
@@ -51,8 +51,8 @@ export function registerStack(program: Command): void {
   stack
     .command('status')
     .description('report each local service: running (with pid and port) or stopped; exit 0 when all run, 3 otherwise')
-    .action(() => {
-      const dir = loadConfig(process.env).stackDir;
+    .action(async () => {
+      const dir = (await cliConfig()).stackDir;
       const rows = stackStatus({ dir, ports: readStackPorts(dir) });
       for (const r of rows) console.log(`${r.name.padEnd(16)} ${r.state.padEnd(8)} port ${r.port}${r.pid === undefined ? '' : `  pid ${r.pid}`}`);
       if (rows.some((r) => r.state !== 'running')) process.exitCode = 3;

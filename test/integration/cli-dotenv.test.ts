@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { testConfig } from '../helpers/environment.js';
 /**
  * INTERFACE.md section 2: "a `.env` file may supply" the configuration, for every command. Each
  * command loads it through cliConfig, which also applies the process-wide settings (heap growth);
- * `migrate` stands for the commands that once read only the environment.
+ * `migrate` and `stack status` stand for the commands that once read only the environment.
  */
 const config = testConfig();
 const dir = mkdtempSync(join(tmpdir(), 'billing-loader-dotenv-'));
@@ -31,4 +31,18 @@ it('migrate takes DATABASE_URL and DATABASE_SCHEMA from a .env file in the worki
   expect(child.status, child.stderr).toBe(0);
   const { rowCount } = await pool.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [config.databaseSchema]);
   expect(rowCount).toBe(1);
+});
+
+it('stack status takes STACK_DIR from a .env file in the working folder', () => {
+  // A stack folder whose remembered ports no other stack uses: the report shows them only if it read this folder.
+  const stackDir = join(dir, 'stack');
+  mkdirSync(stackDir);
+  writeFileSync(join(stackDir, 'stack.json'), JSON.stringify({ kafka: 39092, kafkaController: 39093, registry: 38081, postgres: 35432 }));
+  writeFileSync(join(dir, '.env'), `STACK_DIR=${stackDir}\n`);
+  const env = { ...process.env };
+  delete env.STACK_DIR;
+  const child = spawnSync(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), 'stack', 'status'], { cwd: dir, env, encoding: 'utf8', timeout: 60_000 });
+  expect(child.status, child.stderr).toBe(3);
+  expect(child.stdout).toMatch(/^kafka\s+stopped\s+port 39092$/m);
+  expect(child.stdout).toMatch(/^postgres\s+stopped\s+port 35432$/m);
 });
