@@ -114,6 +114,13 @@ async function drain() {
   }
 }
 
+// Produce requests of the ingress so far, and the records they carried (its batching at this load).
+async function ingressProduces() {
+  const text = await (await fetch(`http://127.0.0.1:${ports.ingress}/metrics`)).text();
+  const value = (name) => Number(new RegExp(`^billing_loader_ingress_produce_batch_size_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { requests: value('count'), records: value('sum') };
+}
+
 // What the RSS is made of at the end of a phase, from the component's own /metrics (MB).
 async function memoryBreakdown(port) {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -123,7 +130,7 @@ async function memoryBreakdown(port) {
 
 async function phase(name, copies, seconds = SECONDS) {
   for (const c of Object.values(components)) c.rssPeakMb = 0;
-  const before = { delivered: sim.stats().webhooks.delivered, fetches: fetchCount(), ticks: ticks() };
+  const before = { delivered: sim.stats().webhooks.delivered, fetches: fetchCount(), ticks: ticks(), produces: await ingressProduces() };
   const startedAt = new Date();
   const started = Date.now();
   let webhooks = 0;
@@ -147,6 +154,7 @@ async function phase(name, copies, seconds = SECONDS) {
   }
   const wall = (Date.now() - started) / 1000;
   const after = ticks();
+  const produces = await ingressProduces();
   const memory = Object.fromEntries(await Promise.all(Object.keys(components).map(async (n) => [n, await memoryBreakdown(ports[n])])));
   clearInterval(rssTimer);
   await drain();
@@ -174,6 +182,8 @@ async function phase(name, copies, seconds = SECONDS) {
     freshnessP99ms: Math.round(rows[0].p99),
     receiptToFetchP50P99ms: [Math.round(rows[0].fetch_p50), Math.round(rows[0].fetch_p99)],
     fetchToRowP50P99ms: [Math.round(rows[0].load_p50), Math.round(rows[0].load_p99)],
+    ingressProduceRequestsPerSecond: Math.round((produces.requests - before.produces.requests) / wall),
+    ingressRecordsPerProduceRequest: Number(((produces.records - before.produces.records) / (produces.requests - before.produces.requests)).toFixed(2)),
     components: Object.fromEntries(
       Object.entries(components).map(([n, c]) => [n, { cpuPercentOfOneCore: Math.round((after[n] - before.ticks[n]) / wall), rssPeakMb: c.rssPeakMb, atEndMb: memory[n] }]),
     ),
