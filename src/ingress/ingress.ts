@@ -78,6 +78,7 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     addReadinessChecks(deps, admin, topic);
 
     let stopping = false;
+    const isStopping = () => stopping;
     const inFlight = new Set<Promise<void>>();
     const handler = webhookHandler({
       log,
@@ -86,15 +87,14 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       encode: (record) => deps.registry.encode(schemaId, record),
       maxBodyBytes: config.ingressMaxBodyBytes,
       token: config.ingressToken,
-      isStopping: () => stopping,
+      isStopping,
     });
     const tracked = trackInFlight(handler, inFlight);
-    const isStopping = () => stopping;
     const tokenConfigured = config.ingressToken !== undefined;
-    const app = buildApp(deps, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked, isStopping);
+    const app = buildApp(deps, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked);
     const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0');
     const port = (server.address() as AddressInfo).port;
-    log.info('ingress listening', { port, topic, schemaId, tokenInPath: config.ingressToken !== undefined });
+    log.info('ingress listening', { port, topic, schemaId, tokenInPath: tokenConfigured });
 
     const stop = async () => {
       stopping = true;
@@ -125,23 +125,19 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
  */
 function dispatch(app: Express, handler: WebhookHandler, tokenConfigured: boolean, isStopping: () => boolean): RequestListener {
   return (req, res) => {
-    const webhook = webhookPathToken(req.method, req.url, tokenConfigured);
-    if (webhook === null) return void app(req, res);
+    // While stopping, no connection is kept alive, so server.close() can finish.
     if (isStopping()) res.setHeader('Connection', 'close');
-    void handler(req, res, webhook.token);
+    const webhook = webhookPathToken(req.method, req.url, tokenConfigured);
+    if (webhook === null) app(req, res);
+    else void handler(req, res, webhook.token);
   };
 }
 
-function buildApp(deps: IngressDeps, webhookPath: string, handler: WebhookHandler, isStopping: () => boolean): Express {
+function buildApp(deps: IngressDeps, webhookPath: string, handler: WebhookHandler): Express {
   const app = express();
   app.disable('x-powered-by');
   // An ETag is a hash of every answer: CPU spent on nothing (no answer here is ever cached).
   app.set('etag', false);
-  app.use((_req, res, next) => {
-    // While stopping, no connection is kept alive, so server.close() can finish.
-    if (isStopping()) res.setHeader('Connection', 'close');
-    next();
-  });
   mountOpsRoutes(app, deps);
   app.post(webhookPath, (req, res) => handler(req, res, (req.params as { token?: string }).token));
   // Every other path: the same 404 as a wrong token, so probing reveals nothing.
