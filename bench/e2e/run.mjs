@@ -114,18 +114,23 @@ async function drain() {
   }
 }
 
+/** A component's /metrics, as a lookup of one sample by metric name (labels ignored). */
+async function scrape(port) {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return (name) => Number(new RegExp(`^billing_loader_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+}
+
 // Produce requests of the ingress so far, and the records they carried (its batching at this load).
 async function ingressProduces() {
-  const text = await (await fetch(`http://127.0.0.1:${ports.ingress}/metrics`)).text();
-  const value = (name) => Number(new RegExp(`^billing_loader_ingress_produce_batch_size_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return { requests: value('count'), records: value('sum') };
+  const value = await scrape(ports.ingress);
+  return { requests: value('ingress_produce_batch_size_count'), records: value('ingress_produce_batch_size_sum') };
 }
 
 // What the RSS is made of at the end of a phase, from the component's own /metrics (MB).
 async function memoryBreakdown(port) {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const gauge = (name) => Math.round(Number(new RegExp(`^billing_loader_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20);
-  return { rss: gauge('process_resident_memory_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes'), heapUsed: gauge('nodejs_heap_size_used_bytes'), external: gauge('nodejs_external_memory_bytes') };
+  const value = await scrape(port);
+  const mb = (name) => Math.round(value(name) / 2 ** 20);
+  return { rss: mb('process_resident_memory_bytes'), heapTotal: mb('nodejs_heap_size_total_bytes'), heapUsed: mb('nodejs_heap_size_used_bytes'), external: mb('nodejs_external_memory_bytes') };
 }
 
 async function phase(name, copies, seconds = SECONDS) {
