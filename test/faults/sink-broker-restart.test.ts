@@ -1,7 +1,7 @@
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../helpers/environment.js';
-import { topicRecordCount } from '../helpers/pipeline-drain.js';
+import { groupLag, topicRecordCount } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { createSinkHarness, snapshot, type SinkHarness } from '../integration/sink-harness.js';
 import { nativeKafka, startPrivateKafka, type PrivateService } from './private-services.js';
@@ -85,6 +85,9 @@ describe.skipIf(!nativeKafka)('fault: the sink through a broker restart, with de
     );
     // At least once: every poison record is in the DLQ, a repeat is allowed.
     await waitFor(async () => (await topicRecordCount(t.kafka, t.names.snapshotsDlq)) >= poisonsAcked, { what: 'every dead letter sent', timeoutMs: 60_000 });
+    // Every batch, dead letters included, got through and was committed.
+    await waitFor(async () => (await groupLag(t.kafka, `${t.config.topicPrefix}.sink`, t.names.snapshots)) === 0, { what: 'every batch committed', timeoutMs: 30_000 });
+    expect(await topicRecordCount(t.kafka, t.names.snapshotsDlq)).toBeGreaterThanOrEqual(poisonsAcked);
     await sink.stop();
   }, 300_000);
 });
