@@ -6,6 +6,7 @@ import { retry } from '../retry.js';
 import { ApiAuthError, ApiRejectedError, ApiUnavailableError, TransientApiError } from './api-errors.js';
 import { createBillingApiMetrics } from './api-metrics.js';
 import { createHttpSender, type HttpResponse } from './http-exchange.js';
+import { followRedirects } from './redirects.js';
 import { splitJsonArray } from './json-array.js';
 import { createRequestBudget } from './request-budget.js';
 import { collectionPath, resourcePath } from './resource-path.js';
@@ -92,7 +93,7 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
   const maxConcurrency = options.maxConcurrency ?? 8;
   const agent = new Agent({ connections: maxConcurrency, keepAliveTimeout: 30_000 });
   const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency });
-  const send = createHttpSender({ dispatcher: agent, budget, timeoutMs: options.requestTimeoutMs ?? 10_000, metrics });
+  const send = followRedirects(createHttpSender({ dispatcher: agent, budget, timeoutMs: options.requestTimeoutMs ?? 10_000, metrics }));
   const tokens = createTokenProvider({ authUrl: options.authUrl, clientId: options.clientId, grant: options.grant, send, metrics, logger: log });
   const api = new URL(options.apiUrl);
   const maxAttempts = options.maxAttempts ?? 6;
@@ -106,6 +107,8 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
       const token = await tokens.get();
       const res = await send({ origin: api.origin, path, method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, endpoint, resourceType: context.resourceType ?? '', signal });
       const ctx = { ...context, status: res.status };
+      // The same answer on every attempt: the API's address or the service's setup is wrong, not the identifier.
+      if (res.status >= 300 && res.status < 400) bail(new ApiAuthError(`the billing API answered a redirect the loader does not follow (${res.redirectRefused ?? `HTTP ${res.status}`}); check BILLING_API_URL`, { context: ctx }));
       switch (classifyHttpStatus(res.status)) {
         case 'ok':
         case 'gone':

@@ -24,6 +24,8 @@ export interface HttpResponse {
   headers: IncomingHttpHeaders;
   /** The response body as received, decoded as UTF-8. */
   body: string;
+  /** Set on a 3xx that src/billing-api/redirects.ts did not follow: why. */
+  redirectRefused?: string;
 }
 
 /** Sends one HTTP request; answers of any status resolve, only a missing answer rejects. */

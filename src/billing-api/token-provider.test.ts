@@ -14,6 +14,12 @@ describe('parseTokenResponse', () => {
     expect(parseTokenResponse('{"access_token":"abc"}', now)).toEqual({ value: 'abc', renewAt: undefined });
   });
 
+  it('reads the property names in any letter case (spec 9.3), the first of two variants winning', () => {
+    expect(parseTokenResponse('{"Access_Token":"abc","TOKEN_TYPE":"Bearer","Expires_In":100}', now)).toEqual({ value: 'abc', renewAt: now + 90_000 });
+    expect(parseTokenResponse('{"ACCESS_TOKEN":"first","access_token":"second"}', now).value).toBe('first');
+    expect(parseTokenResponse('{"__proto__":{"access_token":"x"},"access_token":"abc"}', now).value).toBe('abc');
+  });
+
   it('renews a tenth of the lifetime early, at most a minute', () => {
     expect(parseTokenResponse('{"access_token":"a","token_type":"Bearer","expires_in":100}', now).renewAt).toBe(now + 90_000);
     expect(parseTokenResponse('{"access_token":"a","expires_in":"3600"}', now).renewAt).toBe(now + 3_540_000);

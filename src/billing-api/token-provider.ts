@@ -88,6 +88,7 @@ async function requestToken(options: TokenProviderOptions, origin: string, path:
     case 'retry':
       throw new TransientApiError(`token endpoint failed (HTTP ${res.status})`, { reason: 'server-error', retryAfterMs: parseRetryAfterMs(res.headers['retry-after']), context: { status: res.status } });
     default:
+      if (res.redirectRefused) throw new ApiAuthError(`the token endpoint answered a redirect the loader does not follow (${res.redirectRefused}); check BILLING_AUTH_URL`, { context: { status: res.status } });
       // 400/401 invalid_client or invalid_grant, 403, and a 404/405 from a wrong BILLING_AUTH_URL:
       // retrying cannot fix any of them. The OAuth error code is safe to show; the body is not
       // (an error_description may echo what was sent).
@@ -108,7 +109,7 @@ function tokenRequest(clientId: string, grant: BillingGrant): { headers: Record<
 
 /**
  * Spec 4.1.3 shows no response payload; this reads RFC 6749 5.1: `access_token`, `token_type`
- * (bearer, when present) and an optional `expires_in` in seconds. A token with an expiry is
+ * (bearer, when present) and an optional `expires_in` in seconds, in any letter case (spec 9.3). A token with an expiry is
  * renewed a little early (a tenth of its life, at most a minute), so no request carries a token
  * that expires on the way.
  */
@@ -119,7 +120,7 @@ export function parseTokenResponse(body: string, nowMs: number): CachedToken {
   } catch {
     throw malformed('not JSON');
   }
-  const t = json as { access_token?: unknown; token_type?: unknown; expires_in?: unknown } | null;
+  const t = json !== null && typeof json === 'object' && !Array.isArray(json) ? byLowerCaseName(json as Record<string, unknown>) : null;
   if (typeof t?.access_token !== 'string' || t.access_token === '' || /[\s]/.test(t.access_token)) throw malformed('no usable access_token');
   if (t.token_type !== undefined && (typeof t.token_type !== 'string' || t.token_type.toLowerCase() !== 'bearer')) throw malformed('token_type is not bearer');
   const expiresIn = typeof t.expires_in === 'string' && /^\d+$/.test(t.expires_in) ? Number(t.expires_in) : t.expires_in;
@@ -127,6 +128,20 @@ export function parseTokenResponse(body: string, nowMs: number): CachedToken {
   if (typeof expiresIn !== 'number' || !(expiresIn >= 0)) throw malformed('expires_in is not a number of seconds');
   const lifetimeMs = expiresIn * 1000;
   return { value: t.access_token, renewAt: nowMs + lifetimeMs - Math.min(60_000, lifetimeMs / 10) };
+}
+
+/**
+ * The response's properties by lower-case name (spec 9.3: the letter case of property names may
+ * change without notice). Of two variants of one name, the first wins.
+ */
+function byLowerCaseName(json: Record<string, unknown>): { access_token?: unknown; token_type?: unknown; expires_in?: unknown } {
+  // No prototype: a property named "__proto__" stays a property.
+  const out = Object.create(null) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(json)) {
+    const lower = name.toLowerCase();
+    if (!Object.hasOwn(out, lower)) out[lower] = value;
+  }
+  return out;
 }
 
 function malformed(what: string): TransientApiError {

@@ -34,8 +34,9 @@ const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
 /**
- * Validates a webhook body (text already decoded as UTF-8) against INTERFACE.md section 3.
- * Pure: the same text always gives the same answer; every failure is a 400 with `error`.
+ * Validates a webhook body (text already decoded as UTF-8). Only what the loader needs can fail:
+ * a JSON object, a usable string Event and usable resource identifiers. Pure: the same text
+ * always gives the same answer; every failure is a 400 with `error`.
  */
 export function parseWebhook(text: string): ParseResult {
   let value: unknown;
@@ -66,11 +67,23 @@ export function parseWebhook(text: string): ParseResult {
       extra.push([name, fieldValue]);
       continue;
     }
-    const problem = checkField(field, fieldValue);
-    if (problem) return fail(problem);
+    if (field.kind === 'id') {
+      // A deprecated id the upstream left empty names nothing to fetch; refusing it would lose the event.
+      if (field.deprecated && (fieldValue === null || fieldValue === '')) {
+        extra.push([name, fieldValue]);
+        continue;
+      }
+      const problem = checkString(field.name, fieldValue, true);
+      if (problem) return fail(problem);
+      const previous = fields[field.avro];
+      if (previous !== undefined && previous !== fieldValue) return fail(conflict(field.name));
+      fields[field.avro] = fieldValue as string;
+      continue;
+    }
+    // The loader never reads this field: whatever its value, it is kept, never a reason to refuse.
     const previous = fields[field.avro];
-    if (previous !== undefined && previous !== fieldValue) return fail(conflict(field.name));
-    fields[field.avro] = fieldValue as string | number;
+    if (previous === undefined && fitsField(field, fieldValue)) fields[field.avro] = fieldValue as string | number;
+    else if (previous !== fieldValue) extra.push([name, fieldValue]);
   }
   if (event === undefined) return fail(`missing field ${EVENT_FIELD}`);
   // fromEntries defines own properties, so a field named "__proto__" stays a plain field.
@@ -94,11 +107,11 @@ function nestingDepth(text: string): number {
   return deepest;
 }
 
-function checkField(field: WebhookField, value: unknown): string | undefined {
-  if (field.kind !== 'int') return checkString(field.name, value, field.kind === 'id');
-  if (typeof value !== 'number' || !Number.isInteger(value)) return `${field.name} must be an integer, got ${describe(value)}`;
-  if (value < INT32_MIN || value > INT32_MAX) return `${field.name} is out of range: ${value}`;
-  return undefined;
+/** Whether a value of a field the loader does not read fits the field's Avro type unchanged. */
+function fitsField(field: WebhookField, value: unknown): boolean {
+  if (field.kind === 'int') return typeof value === 'number' && Number.isInteger(value) && value >= INT32_MIN && value <= INT32_MAX;
+  // Avro writes strings as UTF-8, which has no form for a lone surrogate; extra_fields is JSON, which keeps it escaped.
+  return typeof value === 'string' && !LONE_SURROGATE.test(value);
 }
 
 function checkString(name: string, value: unknown, nonEmpty: boolean): string | undefined {

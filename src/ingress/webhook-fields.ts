@@ -4,9 +4,14 @@
  * letter case (spec 9.3: `contractid` and `ContractId` are the same field); every other top-level
  * field is kept, with its original name, in `extra_fields`.
  *
- * - `id`: a resource identifier (the enricher fetches it): a non-empty string.
+ * - `id`: a resource identifier (the enricher fetches it): a non-empty string, or the webhook is
+ *   refused. The deprecated invoice ids may also be empty or null: taken as absent.
  * - `string`: any other string field (dates stay the ISO strings received).
- * - `int`: TriggerDays, a whole number.
+ * - `int`: TriggerDays, a 32-bit integer.
+ *
+ * The loader reads nothing but the identifiers, so a `string` or `int` field never causes a
+ * refusal (the sender would retry it and then drop the event): a value that does not fit the
+ * field's Avro type is kept in `extra_fields` under its original name.
  */
 export type WebhookFieldKind = 'id' | 'string' | 'int';
 
@@ -18,6 +23,8 @@ export interface WebhookField {
   kind: WebhookFieldKind;
   /** For `id` fields: the canonical resource type the identifier refers to (INTERFACE.md section 4). */
   resourceType?: string;
+  /** Deprecated upstream (spec 6.2): may arrive empty or null, which means absent. */
+  deprecated?: boolean;
 }
 
 export const WEBHOOK_FIELDS = Object.freeze([
@@ -25,8 +32,8 @@ export const WEBHOOK_FIELDS = Object.freeze([
   { name: 'CustomerId', avro: 'customer_id', kind: 'id', resourceType: 'Customer' },
   { name: 'OrderId', avro: 'order_id', kind: 'id', resourceType: 'Order' },
   { name: 'InvoiceId', avro: 'invoice_id', kind: 'id', resourceType: 'Invoice' },
-  { name: 'OldInvoiceId', avro: 'old_invoice_id', kind: 'id', resourceType: 'Invoice' },
-  { name: 'NewInvoiceId', avro: 'new_invoice_id', kind: 'id', resourceType: 'Invoice' },
+  { name: 'OldInvoiceId', avro: 'old_invoice_id', kind: 'id', resourceType: 'Invoice', deprecated: true },
+  { name: 'NewInvoiceId', avro: 'new_invoice_id', kind: 'id', resourceType: 'Invoice', deprecated: true },
   { name: 'OldInvoiceDraftId', avro: 'old_invoice_draft_id', kind: 'id', resourceType: 'InvoiceDraft' },
   { name: 'NewInvoiceDraftId', avro: 'new_invoice_draft_id', kind: 'id', resourceType: 'InvoiceDraft' },
   { name: 'DunningId', avro: 'dunning_id', kind: 'id', resourceType: 'Dunning' },

@@ -65,9 +65,10 @@ export function createDeadLetterEncoder(registry: Registry, stage: string): (let
  * Sends dead letters with acks from all in-sync replicas and resolves only when the broker has
  * them: a stage commits the source offsets after this, so a record is in the DLQ before the
  * stage moves past it. A crash in between sends it again (a DLQ is at-least-once; the source
- * coordinates identify repeats).
+ * coordinates identify repeats). Give it a RenewingProducer (src/kafka/renewing-producer.ts)
+ * when its caller retries a failed send.
  */
-export function createDeadLetterWriter(producer: Producer, registry: Registry, stage: string) {
+export function createDeadLetterWriter(producer: Pick<Producer, 'sendBatch'>, registry: Registry, stage: string) {
   const encode = createDeadLetterEncoder(registry, stage);
   return {
     encode,

@@ -10,7 +10,7 @@ import { backoffDelayMs } from '../retry.js';
 import { writeBatch, type BatchOutcome } from './batch-writer.js';
 import type { CommitThrottle } from '../kafka/commit-throttle.js';
 import type { DeadLetter, DeadLetterWriter } from '../kafka/dead-letters.js';
-import { decodeBatch } from './decode-batch.js';
+import { UnknownSchemaIdError, decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
 
 export interface BatchHandlerContext {
@@ -64,8 +64,13 @@ export function createBatchHandler(ctx: BatchHandlerContext) {
       } catch (err) {
         const delayMs = backoffDelayMs(attempt, 200, 10_000);
         ctx.metrics.databaseRetries.inc({ reason: reasonOf(err) });
-        ctx.health.setCondition(WRITE_CONDITION, `batch write failing, retrying: ${errorMessage(err)}`);
-        (attempt === 0 ? ctx.log.warn : ctx.log.error)('sink batch failed, retrying', { ...where, attempt, delayMs, err });
+        if (err instanceof UnknownSchemaIdError) {
+          ctx.health.setCondition(WRITE_CONDITION, err.message);
+          ctx.log.error('schema registry does not know the schema id of a record, holding the batch', { ...where, offset: err.context.offset, schemaId: err.schemaId, attempt, delayMs, err: errorMessage(err.cause) });
+        } else {
+          ctx.health.setCondition(WRITE_CONDITION, `batch write failing, retrying: ${errorMessage(err)}`);
+          (attempt === 0 ? ctx.log.warn : ctx.log.error)('sink batch failed, retrying', { ...where, attempt, delayMs, err });
+        }
         await sleep(delayMs, undefined, { signal: ctx.stopping }).catch(() => undefined);
         // Heartbeats keep the partition assigned through a long outage; a rebalance ends the wait.
         await heartbeat();

@@ -1,6 +1,6 @@
 import type { KafkaMessage } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
-import type { Registry } from '../registry/registry.js';
+import { unknownSchemaId, type Registry } from '../registry/registry.js';
 import type { DeadLetter } from '../kafka/dead-letters.js';
 import { InvalidRecordError, toSnapshotRow, toWebhookRow, type SnapshotRow, type WebhookRow } from './records.js';
 
@@ -13,10 +13,26 @@ export interface DecodedBatch {
 }
 
 /**
- * Decodes one Kafka batch. A record that cannot be decoded (not Confluent-framed, a schema id the
- * registry does not know, bytes that are not Avro of that schema) or that breaks the record
- * contract becomes a dead letter; a registry that cannot be reached is thrown as retriable,
- * because the records are fine and must not go to the DLQ for an outage.
+ * The registry answered 404 for the schema id of a well-framed record: a configuration problem
+ * (wrong SCHEMA_REGISTRY_URL, a wiped registry). Dead-lettering would empty the topics into the
+ * DLQ with their offsets committed, so the batch is held and retried until the registry knows the id.
+ */
+export class UnknownSchemaIdError extends LoaderError {
+  constructor(
+    readonly schemaId: number,
+    cause: unknown,
+    context: { topic: string; partition: number; offset: string },
+  ) {
+    super(`the schema registry does not know schema id ${schemaId} (a wrong SCHEMA_REGISTRY_URL or a wiped registry?); records held, nothing committed`, { retriable: true, cause, context });
+  }
+}
+
+/**
+ * Decodes one Kafka batch. A record that cannot be decoded (not Confluent-framed, bytes that are
+ * not Avro of their schema) or that breaks the record contract becomes a dead letter. A registry
+ * that cannot be reached, or that does not know a framed record's schema id, is thrown as
+ * retriable, because the records are fine and must not go to the DLQ for an outage or a
+ * misconfiguration.
  */
 export async function decodeBatch(registry: Registry, kind: InputKind, topic: string, partition: number, messages: KafkaMessage[], dlqTopic: string): Promise<DecodedBatch> {
   const out: DecodedBatch = { snapshots: [], webhooks: [], letters: [] };
@@ -40,6 +56,8 @@ export async function decodeBatch(registry: Registry, kind: InputKind, topic: st
     try {
       value = await registry.decode(m.value);
     } catch (err) {
+      const schemaId = unknownSchemaId(err, m.value);
+      if (schemaId !== undefined) throw new UnknownSchemaIdError(schemaId, err, coordinates);
       if (isRegistryOutage(err)) throw new LoaderError(`schema registry unavailable while decoding: ${errorMessage(err)}`, { retriable: true, cause: err, context: coordinates });
       out.letters.push(letter('decode', errorMessage(err)));
       continue;
@@ -57,8 +75,8 @@ export async function decodeBatch(registry: Registry, kind: InputKind, topic: st
 
 /**
  * The registry client reports HTTP failures with `status`, and network failures too (mappersmith
- * turns them into status 400). Only 404 (no schema with that id) is the record's fault; errors
- * without a status come from the framing check or the Avro decoder and are the record's fault.
+ * turns them into status 400). A 404 of a value that is not even framed is the record's fault;
+ * errors without a status come from the framing check or the Avro decoder and are the record's fault.
  */
 function isRegistryOutage(err: unknown): boolean {
   const status = (err as { status?: unknown } | null)?.status;

@@ -12,6 +12,7 @@ import { createRegistry, type Registry } from '../registry/registry.js';
 import { createBatchHandler } from './batch-handler.js';
 import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
+import { createRenewingProducer } from '../kafka/renewing-producer.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { createSinkMetrics } from './sink-metrics.js';
 
@@ -72,8 +73,8 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     await admin.disconnect();
   }
 
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
-  await producer.connect();
+  // The batch handler retries a failed dead-letter send; each retry needs a producer the broker still accepts.
+  const producer = createRenewingProducer(() => kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY }));
   const commits = createCommitThrottle(log);
   const eachBatch = createBatchHandler({
     pool,

@@ -22,8 +22,9 @@ const cases: { name: string; body: string; status: number; error: RegExp; conten
   { name: 'a numeric identifier', body: '{"Event":"ContractChanged","ContractId":42}', status: 400, error: /ContractId must be a string, got a number/ },
   { name: 'an object identifier', body: '{"Event":"CustomerChanged","customerId":{"id":"k1"}}', status: 400, error: /CustomerId must be a string, got an object/ },
   { name: 'a null identifier', body: '{"Event":"OrderSucceeded","ContractId":"c1","OrderId":null}', status: 400, error: /OrderId must be a string, got null/ },
-  { name: 'TriggerDays not an integer', body: '{"Event":"PaymentEscalated","ContractId":"c1","TriggerDays":2.5}', status: 400, error: /TriggerDays must be an integer/ },
-  { name: 'TriggerDays as a string', body: '{"Event":"PaymentEscalated","ContractId":"c1","TriggerDays":"5"}', status: 400, error: /TriggerDays must be an integer/ },
+  { name: 'an empty identifier', body: '{"Event":"InvoiceCorrected","OldInvoiceDraftId":"","NewInvoiceDraftId":"d2"}', status: 400, error: /OldInvoiceDraftId must not be empty/ },
+  { name: 'a numeric deprecated identifier', body: '{"Event":"InvoiceCorrected","OldInvoiceId":5,"NewInvoiceDraftId":"d2"}', status: 400, error: /OldInvoiceId must be a string, got a number/ },
+  { name: 'an empty Event', body: '{"Event":"","ContractId":"c1"}', status: 400, error: /Event must not be empty/ },
   { name: 'an identifier over 256 characters', body: JSON.stringify({ Event: 'ContractChanged', ContractId: 'c'.repeat(257) }), status: 400, error: /longer than 256/ },
   { name: 'an identifier with a control character', body: JSON.stringify({ Event: 'ContractChanged', ContractId: 'c1\u0007' }), status: 400, error: /control characters/ },
   { name: 'invalid UTF-8', body: '', status: 400, error: /not valid UTF-8/ },
@@ -65,6 +66,47 @@ describe('ingress: bad input gets its status and writes nothing', () => {
     const wrong = await t.post({ Event: 'ContractChanged', ContractId: 'c4' }, { path: `/webhooks/%78${TOKEN.slice(1)}` });
     expect(wrong).toEqual({ status: 404, body: { error: 'not found' } });
     expect(await t.recordCount()).toBe(before + 2);
+  });
+});
+
+// The loader reads only Event and the identifiers. Any other field, whatever its value, is kept
+// and never refused: a refused webhook is retried about a dozen times and then dropped (spec 6.1).
+describe('ingress: fields the loader does not read never cause a refusal', () => {
+  const odd: [string, unknown][] = [];
+  for (const name of ['YourCustomerId', 'PaymentProvider', 'ExpiryDate', 'DueDate', 'TriggerDays']) {
+    for (const value of [null, 42, 2.5, { nested: ['x'] }, '', true]) odd.push([name, value]);
+  }
+
+  it('answers 200 for each of those fields null, a number, an object, empty..., and keeps the value as received', async () => {
+    const sent: { name: string; value: unknown; body: string; eventId?: string }[] = [];
+    for (const [name, value] of odd) {
+      const body = `{"Event":"PaymentEscalated", "ContractId":"c-odd", "${name}": ${JSON.stringify(value)}}`;
+      const answer = await t.post(body, { path });
+      expect(answer.status, `${name} = ${JSON.stringify(value)}`).toBe(200);
+      sent.push({ name, value, body, eventId: answer.body.event_id });
+    }
+    const stored = new Map((await t.readAll()).map((r) => [r.value.event_id, r]));
+    for (const { name, value, body, eventId } of sent) {
+      const record = stored.get(eventId as string);
+      const what = `${name} = ${JSON.stringify(value)}`;
+      expect(record?.value.body, what).toBe(body);
+      expect(record?.key, what).toBe('Contract:c-odd');
+      const avro = name.replace(/(?<=[a-z])(?=[A-Z])/g, '_').toLowerCase();
+      // The named field holds a value of its Avro type; anything else goes to extra_fields under its own name.
+      const fits = name === 'TriggerDays' ? value === 42 : typeof value === 'string';
+      expect((record?.value as unknown as Record<string, unknown>)[avro], what).toEqual(fits ? value : null);
+      expect(JSON.parse(record?.value.extra_fields as string), what).toEqual(fits ? {} : { [name]: value });
+    }
+  });
+
+  it('takes an empty or null deprecated invoice id as absent: 200, the drafts still the identifiers', async () => {
+    const body = '{"Event":"InvoiceCorrected","OldInvoiceId":"","NewInvoiceId":null,"OldInvoiceDraftId":"d1","NewInvoiceDraftId":"d2"}';
+    const answer = await t.post(body, { path });
+    expect(answer.status).toBe(200);
+    const stored = (await t.readAll()).find((r) => r.value.event_id === answer.body.event_id);
+    expect(stored?.value).toMatchObject({ body, old_invoice_id: null, new_invoice_id: null, old_invoice_draft_id: 'd1', new_invoice_draft_id: 'd2' });
+    expect(stored?.key).toBe('InvoiceDraft:d1');
+    expect(JSON.parse(stored?.value.extra_fields as string)).toEqual({ OldInvoiceId: '', NewInvoiceId: null });
   });
 });
 

@@ -13,11 +13,14 @@ afterAll(async () => {
 
 describe('sink: a poison record reaches the DLQ and the sink goes on (DESIGN.md property 7)', () => {
   it('routes undecodable and refused records to the DLQ of their topic, with the reason and source coordinates', async () => {
-    const unknownSchemaId = Buffer.concat([Buffer.from([0, 0x7f, 0xff, 0xff, 0x00]), Buffer.from('xx')]);
     await h.produceSnapshots([snapshot('Invoice', 'before', 1, { ok: true })]);
+    // (A schema id the registry does not know is not the record's fault: test/integration/sink-unknown-schema.test.ts.)
+    const whole = await h.registry.encode(await h.registry.registerFile(`${h.names.snapshots}-value`, 'resource-snapshot.avsc'), snapshot('Invoice', 'truncated', 1, { ok: true }));
+    const truncated = whole.subarray(0, 12);
     await h.produceRaw(h.names.snapshots, [
       { key: 'Invoice:garbage', value: Buffer.from('this is not Avro') },
-      { key: 'Invoice:unknown-schema', value: unknownSchemaId },
+      // Framed, with a schema id the registry knows, but the Avro body is cut short.
+      { key: 'Invoice:truncated', value: truncated },
     ]);
     await h.produceSnapshots([
       // Decodes, but breaks the contract (source_event_ids must be UUIDs).
@@ -40,7 +43,7 @@ describe('sink: a poison record reaches the DLQ and the sink goes on (DESIGN.md 
     const snapshotLetters = await readDeadLetters(h, h.names.snapshotsDlq, 4);
     const byKey = new Map(snapshotLetters.map((l) => [l.source_key?.toString(), l]));
     expect(byKey.get('Invoice:garbage')).toMatchObject({ error_class: 'decode', source_topic: h.names.snapshots, stage: 'sink', source_value: Buffer.from('this is not Avro') });
-    expect(byKey.get('Invoice:unknown-schema')).toMatchObject({ error_class: 'decode' });
+    expect(byKey.get('Invoice:truncated')).toMatchObject({ error_class: 'decode' });
     expect(byKey.get('Invoice:bad-event-id')).toMatchObject({ error_class: 'invalid-record', error_message: expect.stringContaining('not a UUID') });
     expect(byKey.get('Invoice:nul-escape')).toMatchObject({ error_class: 'rejected-by-database', error_message: expect.stringMatching(/SQLSTATE 22/) });
     for (const l of snapshotLetters) expect(l.source_offset).toBeGreaterThanOrEqual(0);
