@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
 import type { Health } from '../health.js';
 import { EOS_RETRY, createKafka, defaultPartitioner } from '../kafka/client.js';
+import { assertCommittedOffsetsInRange, warnIfLogExpires } from '../kafka/topic-checks.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
@@ -68,6 +69,8 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   await admin.connect();
   try {
     await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
+    await warnIfLogExpires(admin, [names.snapshots, names.webhooks], log);
+    await assertCommittedOffsetsInRange(admin, groupId, [names.snapshots, names.webhooks], 'billing-loader replay --group sink --to-beginning');
   } finally {
     await admin.disconnect();
   }
