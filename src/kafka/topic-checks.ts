@@ -96,20 +96,23 @@ export function partitionOfKey(key: string, count: number): number {
 export async function assertKeysInPlace(kafka: Kafka, admin: Admin, topic: string, fix: string, sample = 20): Promise<void> {
   const ranges = await retry(() => admin.fetchTopicOffsets(topic), { maxDelayMs: 2000 });
   const from = new Map(ranges.map((r) => [r.partition, String(BigInt(r.high) - BigInt(sample))]));
-  const misplaced: { key: string; partition: number; belongs: number }[] = [];
+  // Per partition and key, the latest record of the sample: a moved record is followed by its tombstone.
+  const misplaced = new Map<string, { key: string; partition: number; belongs: number }>();
   await readToEnd(
     kafka,
     topic,
     (partition, m) => {
       const key = m.key?.toString('utf8');
-      if (key === undefined || m.value === null) return; // tombstones of moved records stay behind
+      if (key === undefined) return;
       const belongs = partitionOfKey(key, ranges.length);
-      if (belongs !== partition) misplaced.push({ key, partition, belongs });
+      if (belongs === partition) return;
+      if (m.value === null) misplaced.delete(`${partition}/${key}`);
+      else misplaced.set(`${partition}/${key}`, { key, partition, belongs });
     },
     undefined,
     { from, readUncommitted: true },
   );
-  const first = misplaced[0];
+  const first = misplaced.values().next().value;
   if (!first) return;
   throw new LoaderError(
     `${topic} partition ${first.partition} holds ${first.key}, which belongs in partition ${first.belongs} of its ${ranges.length}: the topic grew without its records being moved; refusing to start (versions would restart at 1). Fix: \`${fix}\``,
