@@ -54,14 +54,20 @@ export async function assertCommittedOffsetsInRange(admin: Admin, groupId: strin
       if (!range) continue;
       const below = BigInt(offset) < BigInt(range.low);
       if (!below && BigInt(offset) <= BigInt(range.high)) continue;
-      const why = below ? `records ${offset}..${BigInt(range.low) - 1n} were deleted (retention or deleteRecords) before this group read them` : 'the offset is past the end of the log (was the topic recreated?)';
-      throw new LoaderError(
-        `consumer group ${groupId}: committed offset ${offset} of ${topic} partition ${partition} is not in the log (earliest available ${range.low}, end ${range.high}): ${why}; ` +
-          `refusing to skip them. Decide what replaces them, then move the group with \`${fix}\` (or --to-offsets)`,
-        { context: { topic, partition, offset } },
-      );
+      throw offsetGoneError({ groupId, topic, partition, offset, low: range.low, high: range.high, fix });
     }
   }
+}
+
+/** The one-line refusal for a consumer position that is no longer (or not yet) in the log. */
+export function offsetGoneError(o: { groupId: string; topic: string; partition: number; offset: string; low: string; high: string; fix: string }): LoaderError {
+  const below = BigInt(o.offset) < BigInt(o.low);
+  const why = below ? `records ${o.offset}..${BigInt(o.low) - 1n} were deleted (retention or deleteRecords) before this group read them` : 'the offset is past the end of the log (was the topic recreated?)';
+  return new LoaderError(
+    `consumer group ${o.groupId}: committed offset ${o.offset} of ${o.topic} partition ${o.partition} is not in the log (earliest available ${o.low}, end ${o.high}): ${why}; ` +
+      `refusing to skip them. Decide what replaces them, then move the group with \`${o.fix}\` (or --to-offsets)`,
+    { context: { topic: o.topic, partition: o.partition, offset: o.offset } },
+  );
 }
 
 /**

@@ -14,6 +14,7 @@ import { createBatchHandler } from './batch-handler.js';
 import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
+import { guardOffsets } from '../kafka/offset-guard.js';
 import { createSinkMetrics } from './sink-metrics.js';
 
 export interface SinkDeps {
@@ -65,14 +66,16 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   deps.health.addCheck('schema-registry', () => registry.ping());
   deps.health.setCondition('sink-consumer', 'joining the consumer group');
 
+  const replayFix = 'billing-loader replay --group sink --to-beginning';
   const admin = kafka.admin();
   await admin.connect();
   try {
     await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
     await warnIfLogExpires(admin, [names.snapshots, names.webhooks], log);
-    await assertCommittedOffsetsInRange(admin, groupId, [names.snapshots, names.webhooks], 'billing-loader replay --group sink --to-beginning');
-  } finally {
+    await assertCommittedOffsetsInRange(admin, groupId, [names.snapshots, names.webhooks], replayFix);
+  } catch (err) {
     await admin.disconnect();
+    throw err;
   }
 
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
@@ -107,7 +110,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
       c.on(c.events.CRASH, ({ payload }) => log.error('sink consumer crashed', { err: payload.error, restart: payload.restart }));
       await c.connect();
       await c.subscribe({ topics: [names.snapshots, names.webhooks], fromBeginning: true });
-      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: concurrency, eachBatch });
+      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: concurrency, eachBatch: guardOffsets(c, admin, groupId, replayFix, eachBatch) });
     },
     log,
     health: deps.health,
@@ -124,6 +127,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         // stop() waits for the batch in flight, which commits at once when the consumer stops.
         await consumer.stop();
         await producer.disconnect();
+        await admin.disconnect();
         if (!deps.pool) await pool.end();
         log.info('sink stopped', { groupId });
       })();

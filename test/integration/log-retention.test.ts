@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnricher, enricherGroupId } from '../../src/enricher/enricher.js';
 import { enricherTopicSpecs, enricherTopics } from '../../src/enricher/enricher-topics.js';
 import { createHealth } from '../../src/health.js';
+import { partitionOfKey } from '../../src/kafka/topic-checks.js';
 import { ensureTopics, topicNames } from '../../src/kafka/topics.js';
+import { errorMessage } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { runCli } from '../helpers/cli.js';
@@ -149,4 +151,62 @@ describe('a consumer whose committed offset was deleted stops instead of skippin
     expect(message).toMatch(/committed offset 0\b.*earliest available 1\b/);
     expect(message).toContain('billing-loader replay --group enricher');
   });
+});
+
+describe('a running sink whose position is deleted under it', () => {
+  let h: SinkHarness;
+  let admin: Admin;
+  beforeAll(async () => {
+    h = await createSinkHarness(testConfig());
+    admin = h.kafka.admin();
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.disconnect();
+    await h?.close();
+  });
+
+  it('stops consuming with the same line instead of letting kafkajs jump to the earliest offset', async () => {
+    // Resources of partition 0 only: every record below is in one partition.
+    const ids = Array.from({ length: 400 }, (_, i) => `d-${i}`).filter((id) => partitionOfKey(`Dunning:${id}`, 6) === 0);
+    const batch = (from: number, to: number) => ids.slice(from, to).map((id) => snapshot('Dunning', id, 1, { id }));
+    const rows = () => h.count(`SELECT count(*) n FROM ${h.table('resource_versions')}`);
+    const log = recordingLogger();
+    const { startSink } = await import('../../src/sink/sink.js');
+    const sink = await startSink({ log, metrics: createMetrics(), health: createHealth() }, h.config);
+    try {
+      await h.produceSnapshots(batch(0, 10));
+      await waitFor(async () => (await rows()) === 10, { what: 'first records loaded' });
+
+      // The sink is held in a write (a table lock) while the records after its position are deleted.
+      const locker = await h.pool.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query(`LOCK TABLE ${h.table('resource_versions')} IN ACCESS EXCLUSIVE MODE`);
+        await h.produceSnapshots(batch(10, 20));
+        await waitFor(
+          async () => (await h.count(`SELECT count(*) n FROM pg_stat_activity WHERE application_name = 'billing-loader sink' AND wait_event_type = 'Lock'`)) > 0,
+          { what: 'the sink waiting for the lock' },
+        );
+        await h.produceSnapshots(batch(20, 30));
+        const [end] = (await admin.fetchTopicOffsets(h.names.snapshots)).filter((p) => p.partition === 0);
+        await admin.deleteTopicRecords({ topic: h.names.snapshots, partitions: [{ partition: 0, offset: (end as { high: string }).high }] });
+      } finally {
+        await locker.query('COMMIT');
+        locker.release();
+      }
+      await h.produceSnapshots(batch(30, 35));
+
+      const refusal = () => log.lines.find((l) => l.level === 'error' && /is not in the log/.test(errorMessage(l.fields.err)));
+      await waitFor(async () => refusal() ?? (await rows()) === 25, { what: 'the refusal, or the records after the gap loaded', timeoutMs: 60_000 });
+      expect(await rows(), 'records after the deleted ones were loaded: the gap was skipped').toBe(20);
+      const message = errorMessage(refusal()?.fields.err);
+      expect(message.split('\n')).toHaveLength(1);
+      expect(message).toContain(`group ${h.config.topicPrefix}.sink`);
+      expect(message).toMatch(new RegExp(`committed offset 20 of ${h.names.snapshots.replace(/\./g, '\\.')} partition 0 .*earliest available 30\\b`));
+      expect(message).toContain('billing-loader replay --group sink');
+    } finally {
+      await sink.stop();
+    }
+  }, 120_000);
 });
