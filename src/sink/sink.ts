@@ -66,7 +66,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   deps.health.addCheck('schema-registry', () => registry.ping());
   deps.health.setCondition('sink-consumer', 'joining the consumer group');
 
-  const replayFix = 'billing-loader replay --group sink --to-beginning';
+  const replayFix = `billing-loader replay --group sink${groupId === sinkGroupId(config) ? '' : ` --group-id ${groupId}`} --to-beginning`;
   const admin = kafka.admin();
   await admin.connect();
   try {
