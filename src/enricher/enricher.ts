@@ -2,6 +2,7 @@ import type { Kafka } from 'kafkajs';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Health } from '../health.js';
+import { assertCoPartitioned, assertCommittedOffsetsInRange, assertKeysInPlace, warnIfLogExpires } from '../kafka/topic-checks.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
@@ -38,7 +39,18 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
   const admin = deps.kafka.admin();
   await admin.connect();
   const specs = pipelineTopicSpecs(topics);
-  await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal)]);
+  try {
+    await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal)]);
+    await warnIfLogExpires(admin, [topics.webhooks, topics.snapshots], log);
+    // The router reads the source of truth; the fetcher's requests are derived and re-created by replaying webhooks.
+    await assertCommittedOffsetsInRange(admin, enricherGroupId(config.topicPrefix), [topics.webhooks], 'billing-loader replay --group enricher --to-beginning');
+    // The fetcher finds a resource's head in the heads partition numbered like its request partition.
+    await assertCoPartitioned(admin, [internal.requests, internal.heads], (count) => `billing-loader repartition --partitions ${count}`);
+    await assertKeysInPlace(deps.kafka, admin, internal.heads, 'billing-loader repartition');
+  } catch (err) {
+    await admin.disconnect();
+    throw err;
+  }
   const snapshotSchemaId = await deps.registry.registerFile(`${topics.snapshots}-value`, 'resource-snapshot.avsc');
   const metrics = createEnricherMetrics(deps.metrics);
   deps.health.addCheck('kafka', async () => void (await admin.describeCluster()));

@@ -8,6 +8,7 @@ import type { Registry } from '../registry/registry.js';
 import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter, type DeadLetter } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
+import { guardOffsets } from '../kafka/offset-guard.js';
 import type { Health } from '../health.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
@@ -119,13 +120,16 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
     await heartbeat();
   };
 
+  const admin = deps.kafka.admin();
+  await admin.connect();
   const consumer = await startSupervisedConsumer({
     name: 'enricher.router',
     create: () => deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS }),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
-      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 3, eachBatch: handleBatch });
+      const eachBatch = guardOffsets(c, admin, deps.groupId, 'billing-loader replay --group enricher --to-beginning', handleBatch);
+      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 3, eachBatch });
     },
     log: deps.log,
     health: deps.health,
@@ -135,6 +139,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
       await commits.flush();
       await consumer.stop();
       await producer.disconnect();
+      await admin.disconnect();
     },
   };
 }

@@ -1,28 +1,42 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 
+export interface ReadOptions {
+  /** Where to start per partition (default, and for partitions not named: the beginning). */
+  from?: Map<number, string>;
+  /** Also deliver records of open and aborted transactions (default false). */
+  readUncommitted?: boolean;
+}
+
 /**
  * Reads partitions of a topic from the beginning to their current end, read-committed, calling
  * `onMessage` in offset order per partition. For state kept in compacted topics (heads, backfill
  * progress). Uses a throwaway consumer group (kafkajs has no manual assignment), deleted after.
  * A transactional writer of those partitions must be fenced first, or an open transaction at
- * the end keeps "the end" out of reach until it completes.
+ * the end keeps "the end" out of reach until it completes (or read uncommitted).
  */
 export async function readToEnd(
   kafka: Kafka,
   topic: string,
   onMessage: (partition: number, message: KafkaMessage) => void,
   partitions?: number[],
+  options: ReadOptions = {},
 ): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const offsets = await admin.fetchTopicOffsets(topic);
     const wanted = partitions ?? offsets.map((o) => o.partition);
-    const pending = new Set(wanted.filter((p) => offsets.some((o) => o.partition === p && o.high !== o.low)));
+    const start = (o: { partition: number; low: string }) => {
+      const from = options.from?.get(o.partition);
+      return from !== undefined && BigInt(from) > BigInt(o.low) ? from : o.low;
+    };
+    const pending = new Set(wanted.filter((p) => offsets.some((o) => o.partition === p && BigInt(o.high) > BigInt(start(o)))));
     if (pending.size === 0) return;
     const groupId = `${topic}.read.${randomUUID()}`;
-    const consumer = kafka.consumer({ groupId, readUncommitted: false, sessionTimeout: 10_000, heartbeatInterval: 1000 });
+    // kafkajs has no manual assignment: the throwaway group's committed offsets say where to start.
+    if (options.from) await admin.setOffsets({ groupId, topic, partitions: offsets.filter((o) => pending.has(o.partition)).map((o) => ({ partition: o.partition, offset: start(o) })) });
+    const consumer = kafka.consumer({ groupId, readUncommitted: options.readUncommitted ?? false, sessionTimeout: 10_000, heartbeatInterval: 1000 });
     await consumer.connect();
     try {
       await consumer.subscribe({ topic, fromBeginning: true });

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
 import type { Health } from '../health.js';
 import { EOS_RETRY, createKafka, defaultPartitioner } from '../kafka/client.js';
+import { assertCommittedOffsetsInRange, warnIfLogExpires } from '../kafka/topic-checks.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
@@ -14,6 +15,7 @@ import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
 import { createRenewingProducer } from '../kafka/renewing-producer.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
+import { guardOffsets } from '../kafka/offset-guard.js';
 import { createSinkMetrics } from './sink-metrics.js';
 
 export interface SinkDeps {
@@ -65,12 +67,16 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   deps.health.addCheck('schema-registry', () => registry.ping());
   deps.health.setCondition('sink-consumer', 'joining the consumer group');
 
+  const replayFix = `billing-loader replay --group sink${groupId === sinkGroupId(config) ? '' : ` --group-id ${groupId}`} --to-beginning`;
   const admin = kafka.admin();
   await admin.connect();
   try {
     await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
-  } finally {
+    await warnIfLogExpires(admin, [names.snapshots, names.webhooks], log);
+    await assertCommittedOffsetsInRange(admin, groupId, [names.snapshots, names.webhooks], replayFix);
+  } catch (err) {
     await admin.disconnect();
+    throw err;
   }
 
   // The batch handler retries a failed dead-letter send; each retry needs a producer the broker still accepts.
@@ -105,7 +111,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
       c.on(c.events.CRASH, ({ payload }) => log.error('sink consumer crashed', { err: payload.error, restart: payload.restart }));
       await c.connect();
       await c.subscribe({ topics: [names.snapshots, names.webhooks], fromBeginning: true });
-      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: concurrency, eachBatch });
+      await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: concurrency, eachBatch: guardOffsets(c, admin, groupId, replayFix, eachBatch) });
     },
     log,
     health: deps.health,
@@ -122,6 +128,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         // stop() waits for the batch in flight, which commits at once when the consumer stops.
         await consumer.stop();
         await producer.disconnect();
+        await admin.disconnect();
         if (!deps.pool) await pool.end();
         log.info('sink stopped', { groupId });
       })();
