@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import type { FetchRequest } from './fetch-request.js';
+import { escalationProcessesOf } from './escalation-processes.js';
+
+const req = (event: string, siblings?: string[]): FetchRequest => ({ type: 'Contract', id: 'c1', eventId: 'e', event, receivedAt: 0, source: null, ...(siblings ? { siblings } : {}) });
+
+describe('escalationProcessesOf', () => {
+  it('remembers the process PaymentEscalated names, and the one the contract body names', () => {
+    expect(escalationProcessesOf([req('PaymentEscalated', ['Customer:k', 'PaymentEscalationProcess:p1'])], { Id: 'c1' })).toEqual({ remember: ['p1'], reread: [] });
+    expect(escalationProcessesOf([req('ContractChanged')], { paymentEscalationProcessId: 'p2' }, ['p1'])).toEqual({ remember: ['p1', 'p2'], reread: [] });
+  });
+
+  it('on a reset, rereads every remembered process and forgets them', () => {
+    expect(escalationProcessesOf([req('PaymentEscalationReset', ['Customer:k'])], { PaymentEscalationProcessId: null }, ['p1', 'p2'])).toEqual({ remember: [], reread: ['p1', 'p2'] });
+  });
+
+  it('nothing to do without processes', () => {
+    expect(escalationProcessesOf([req('PaymentEscalationReset')], {}, undefined)).toEqual({ remember: [], reread: [] });
+  });
+});
