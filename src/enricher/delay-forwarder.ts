@@ -103,7 +103,9 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
 
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.delay-forwarder',
-    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, heartbeatInterval: 3000 }),
+    // A resumed partition joins the next fetch only: a short fetch wait keeps a reread close to its
+    // due time on an otherwise idle topic (kafkajs waits up to 5 s by default).
+    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 }),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.internal.delayed, fromBeginning: true });

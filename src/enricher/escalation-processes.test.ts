@@ -11,10 +11,11 @@ describe('escalationProcessesOf', () => {
   });
 
   it('on a reset, rereads every remembered process and forgets them', () => {
-    expect(escalationProcessesOf([req('PaymentEscalationReset', ['Customer:k'])], { PaymentEscalationProcessId: null }, ['p1', 'p2'])).toEqual({ remember: [], reread: ['p1', 'p2'] });
+    const reset = req('PaymentEscalationReset', ['Customer:k']);
+    expect(escalationProcessesOf([req('PaymentRegistered'), reset], { PaymentEscalationProcessId: null }, ['p1', 'p2'])).toEqual({ remember: [], reread: ['p1', 'p2'], cause: reset });
   });
 
   it('nothing to do without processes', () => {
-    expect(escalationProcessesOf([req('PaymentEscalationReset')], {}, undefined)).toEqual({ remember: [], reread: [] });
+    expect(escalationProcessesOf([req('PaymentEscalationReset')], {}, undefined)).toMatchObject({ remember: [], reread: [] });
   });
 });

@@ -16,11 +16,13 @@ const PROCESS_KEY_PREFIX = resourceKey('PaymentEscalationProcess', '');
  * requests keyed by process, so each process is still versioned by its own owner only. After a
  * reset the processes are forgotten: a later escalation starts a new one.
  */
-export function escalationProcessesOf(requests: readonly FetchRequest[], body: Record<string, unknown> | undefined, remembered: readonly string[] = []): { remember: string[]; reread: string[] } {
+export function escalationProcessesOf(requests: readonly FetchRequest[], body: Record<string, unknown> | undefined, remembered: readonly string[] = []): { remember: string[]; reread: string[]; cause?: FetchRequest } {
   const named = requests.flatMap((r) => (r.siblings ?? []).filter((k) => k.startsWith(PROCESS_KEY_PREFIX)).map((k) => k.slice(PROCESS_KEY_PREFIX.length)));
   const current = body ? processIdOf(body) : undefined;
   const all = unique([...remembered, ...named, ...(current ? [current] : [])]).filter((id) => id !== '');
-  if (requests.some((r) => r.event === 'PaymentEscalationReset')) return { remember: current ? [current] : [], reread: all };
+  // The rereads name the reset as their source, even when other webhooks share the contract's read.
+  const reset = requests.find((r) => r.event === 'PaymentEscalationReset');
+  if (reset) return { remember: current ? [current] : [], reread: all, cause: reset };
   return { remember: all.slice(-MAX_REMEMBERED), reread: [] };
 }
 

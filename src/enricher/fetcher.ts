@@ -271,7 +271,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
           result.parsed,
           head.escalationProcessIds,
         );
-        for (const id of processes.reread) followUps.push(encodeFetchRequest({ ...first, type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
+        for (const id of processes.reread) followUps.push(encodeFetchRequest({ ...(processes.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
         if (!sameIds(processes.remember, head.escalationProcessIds)) {
           const stored: StoredHead = { ...head, escalationProcessIds: processes.remember };
           newHeads.set(key, stored);
@@ -288,7 +288,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined, retry: undefined }));
       }
       const processes = next && result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
-      for (const id of processes?.reread ?? []) followUps.push(encodeFetchRequest({ ...first, type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
+      for (const id of processes?.reread ?? []) followUps.push(encodeFetchRequest({ ...(processes?.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
       if (!next) {
         metrics.unchanged.inc({ type: first.type });
         return;

@@ -42,7 +42,7 @@ export interface EnricherHarness {
  * real ingress, which writes them to Kafka; enricher instances fetch from the simulator's API;
  * a read-committed consumer collects what lands on the snapshot topic and the DLQ.
  */
-export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
+export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator, api: ResourceReader) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
   const config = testConfig(options.env);
   const log = createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
@@ -58,7 +58,7 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
     minBackoffMs: 50,
     maxBackoffMs: 200,
   });
-  const reader = options.reader?.(sim) ?? api;
+  const reader = options.reader?.(sim, api) ?? api;
   const enrichers: Running[] = [];
   const startOne = async () => {
     const e = await startEnricher({ kafka, registry, reader, log, metrics: createMetrics(), health: createHealth() }, config, { maxPauseMs: 1000 });
