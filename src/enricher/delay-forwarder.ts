@@ -73,7 +73,10 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
         throw new LoaderError(`delayed requests not forwarded, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
       }
       deps.metrics.forwarded.inc(due.length);
-      const last = (due.at(-1) as KafkaMessage).offset;
+      // The fetcher writes transactionally: after the batch's last record may come a commit
+      // marker, which batch.lastOffset() covers; committing only past the record would leave
+      // the group one behind forever.
+      const last = waitUntil === undefined ? batch.lastOffset() : (due.at(-1) as KafkaMessage).offset;
       resolveOffset(last);
       await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }] });
     }

@@ -2,7 +2,7 @@ import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { quoteIdent } from '../../src/db/pool.js';
-import { enricherGroupId } from '../../src/enricher/enricher.js';
+import { delayForwarderGroupId, enricherGroupId } from '../../src/enricher/enricher.js';
 import { enricherTopics } from '../../src/enricher/enricher-topics.js';
 import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
 import { defaultPartitioner } from '../../src/kafka/client.js';
@@ -22,6 +22,18 @@ export async function topicRecordCount(kafka: Kafka, topic: string): Promise<num
     if (!(await admin.listTopics()).includes(topic)) return 0;
     const offsets = await admin.fetchTopicOffsets(topic);
     return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The end offsets of a topic, summed over partitions (0 for a topic that does not exist). */
+async function topicEndOffsets(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(topic)) return 0;
+    return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
   } finally {
     await admin.disconnect();
   }
@@ -90,7 +102,9 @@ export async function flushSnapshots(kafka: Kafka, config: Pick<Config, 'topicPr
  * 3. two rounds of flush sentinels reach the warehouse: the first proves every request was
  *    fetched and written, which also wrote every follow-up request (contract → customer) in the
  *    same transaction; the second proves those follow-ups were fetched and written too;
- * 4. the sink has committed every webhook (after writing it to `webhook_events`, or to the DLQ).
+ * 4. until a round writes nothing new to the delay topic: every delayed reread was forwarded
+ *    (the delay forwarder committed all of it, each once due), then two more rounds of sentinels;
+ * 5. the sink has committed every webhook (after writing it to `webhook_events`, or to the DLQ).
  */
 export async function drainPipeline(args: { kafka: Kafka; config: Config; pool: pg.Pool; sim: Simulator; timeoutMs?: number }): Promise<void> {
   const { kafka, config, pool, sim } = args;
@@ -98,8 +112,15 @@ export async function drainPipeline(args: { kafka: Kafka; config: Config; pool: 
   const names = topicNames(config.topicPrefix);
   await waitFor(() => sim.stats().webhooks.pending === 0, { timeoutMs, intervalMs: 100, what: 'simulator deliveries done' });
   await waitFor(async () => (await groupLag(kafka, enricherGroupId(config.topicPrefix), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'enricher router committed every webhook' });
-  await flushSnapshots(kafka, config, pool, timeoutMs);
-  await flushSnapshots(kafka, config, pool, timeoutMs);
+  const delayed = enricherTopics(config.topicPrefix).delayed;
+  for (let written = -1; ; ) {
+    await flushSnapshots(kafka, config, pool, timeoutMs);
+    await flushSnapshots(kafka, config, pool, timeoutMs);
+    const now = await topicEndOffsets(kafka, delayed);
+    if (now === written) break;
+    written = now;
+    await waitFor(async () => (await groupLag(kafka, delayForwarderGroupId(config.topicPrefix), delayed)) === 0, { timeoutMs, intervalMs: 200, what: 'every delayed reread forwarded' });
+  }
   await waitFor(async () => (await groupLag(kafka, sinkGroupId(config), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'sink committed every webhook' });
 }
 
