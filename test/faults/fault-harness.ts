@@ -132,6 +132,9 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     INGRESS_PORT: String(ports.ingress),
     ENRICHER_PORT: String(ports.enricher),
     SINK_PORT: String(ports.sink),
+    // Rereads of 404s on the scale of a test run: the drain waits for every one of them.
+    ENRICHER_NOT_FOUND_WINDOW_MS: '3000',
+    ENRICHER_GONE_CONFIRM_MS: '1000',
     ...options.componentEnv?.[component],
   });
 

@@ -43,7 +43,8 @@ export interface EnricherHarness {
  * a read-committed consumer collects what lands on the snapshot topic and the DLQ.
  */
 export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator, api: ResourceReader) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
-  const config = testConfig(options.env);
+  // Rereads of 404s on the scale of a test (production waits minutes and seconds).
+  const config = testConfig({ ENRICHER_NOT_FOUND_WINDOW_MS: '5000', ENRICHER_GONE_CONFIRM_MS: '1000', ...options.env });
   const log = createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
   const registry = createRegistry(config.schemaRegistryUrl);
