@@ -33,6 +33,10 @@ export interface EnricherHarness {
   flushEnricher(): Promise<void>;
   /** Starts one more enricher instance on the same groups (for ownership tests). */
   startEnricher(): Promise<Running>;
+  /** Stops every enricher instance, then starts a new one: what survives is only what is in Kafka. */
+  restartEnricher(): Promise<void>;
+  /** The Prometheus text of every enricher instance started so far. */
+  metricsText(): Promise<string>;
   versionsOf(type: string, id: string): SnapshotRecord[];
   stop(): Promise<void>;
 }
@@ -61,8 +65,11 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
   });
   const reader = options.reader?.(sim, api) ?? api;
   const enrichers: Running[] = [];
+  const registries: ReturnType<typeof createMetrics>[] = [];
   const startOne = async () => {
-    const e = await startEnricher({ kafka, registry, reader, log, metrics: createMetrics(), health: createHealth() }, config, { maxPauseMs: 1000 });
+    const metrics = createMetrics();
+    registries.push(metrics);
+    const e = await startEnricher({ kafka, registry, reader, log, metrics, health: createHealth() }, config, { maxPauseMs: 1000 });
     enrichers.push(e);
     return e;
   };
@@ -113,6 +120,11 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
     snapshots,
     deadLetters,
     startEnricher: startOne,
+    async restartEnricher() {
+      await Promise.all(enrichers.splice(0).map((e) => e.stop()));
+      await startOne();
+    },
+    metricsText: async () => (await Promise.all(registries.map((r) => r.metrics()))).join('\n'),
     versionsOf: (type, id) => snapshots.filter((s) => s.resource_type === type && s.resource_id === id).sort((a, b) => a.version - b.version),
     async stop() {
       await sim.stop();

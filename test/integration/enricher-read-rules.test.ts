@@ -68,6 +68,17 @@ describe('enricher: a 404 of a resource never seen', () => {
     expect(String(lettersFor(forged)[0]?.error_message)).toContain('404');
     expect(reads.get(forged)).toBeGreaterThanOrEqual(2);
     expect(h.versionsOf('Contract', forged)).toEqual([]);
+    expect(await h.metricsText()).toMatch(/billing_loader_enricher_given_up_total\{type="Contract",reason="not-found"\} [1-9]/);
+  });
+
+  it('a reread waiting for its time survives a restart of the enricher', async () => {
+    const s = h.sim.billing.signup();
+    lag.ids.add(s.contractId);
+    await waitFor(() => (reads.get(s.contractId) ?? 0) >= 1, { what: 'first read (a 404)' });
+    // The reread is in Kafka only (delay topic), not in a timer of the stopped instance.
+    await h.restartEnricher();
+    await waitFor(() => h.versionsOf('Contract', s.contractId).length === 1, { what: 'contract v1 after the restart' });
+    expect(reads.get(s.contractId)).toBeGreaterThan(1);
   });
 });
 
@@ -111,6 +122,7 @@ describe('enricher: an answer it cannot read', () => {
     expect(lettersFor(stuck.contractId)[0]).toMatchObject({ stage: 'enricher', error_class: 'unreadable-body' });
     expect(String(lettersFor(stuck.contractId)[0]?.error_message)).toContain('not JSON');
     expect((reads.get(stuck.contractId) ?? 0) - before).toBe(3);
+    expect(await h.metricsText()).toMatch(/billing_loader_enricher_given_up_total\{type="Contract",reason="unreadable-body"\} [1-9]/);
     expect(h.versionsOf('Contract', stuck.contractId)).toHaveLength(1);
     script.delete(stuck.contractId);
   });
