@@ -233,7 +233,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const delayed: Message[] = [];
     const givenUp: { type: string; reason: GiveUpReason; count: number }[] = [];
     const newHeads = new Map<string, StoredHead>();
-    const now = Date.now();
+    const decidedAt = Date.now();
     groups.forEach(([key, pending], i) => {
       const result = results[i] as ReadResult;
       const first = (pending[0] as Pending).request;
@@ -244,18 +244,12 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }
       const head = newHeads.get(key) ?? partitionHeads.get(key);
       const outcome: ReadOutcome = result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : result.kind === 'gone' ? { kind: 'gone' } : { kind: 'unreadable', problem: result.problem };
-      const decision = decideRead(
-        head,
-        outcome,
-        pending.map((p) => p.request.retry),
-        now,
-        retryRules,
-      );
+      const decision = decideRead(head, outcome, pending.map((p) => p.request.retry), decidedAt, retryRules);
       if (decision.action === 'retry') {
         // Every request goes on, so the version that ends the wait still names all their webhooks.
         for (const p of pending) delayed.push(encodeFetchRequest({ ...p.request, prefetched: undefined, retry: decision.retry }));
         metrics.rereads.inc({ type: first.type, reason: decision.retry.reason });
-        log.info('resource to be read again later', { resourceType: first.type, resourceId: first.id, reason: decision.retry.reason, attempt: decision.retry.attempt, dueInMs: decision.retry.dueAt - now });
+        log.info('resource to be read again later', { resourceType: first.type, resourceId: first.id, reason: decision.retry.reason, attempt: decision.retry.attempt, dueInMs: decision.retry.dueAt - decidedAt });
         return;
       }
       if (decision.action === 'give-up') {
@@ -264,20 +258,6 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         return;
       }
       const next = nextVersion(head, decision.outcome);
-      if (result.kind === 'found' && first.type === 'Contract' && head && !next) {
-        // No new version, but the contract's escalation processes may be news (or due a reread).
-        const processes = escalationProcessesOf(
-          pending.map((p) => p.request),
-          result.parsed,
-          head.escalationProcessIds,
-        );
-        for (const id of processes.reread) followUps.push(encodeFetchRequest({ ...(processes.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
-        if (!sameIds(processes.remember, head.escalationProcessIds)) {
-          const stored: StoredHead = { ...head, escalationProcessIds: processes.remember };
-          newHeads.set(key, stored);
-          headRecords.push({ key, value: encodeHead(stored) });
-        }
-      }
       // A contract's customer is read when the contract first names it (spec 2: the contract
       // references its customer, which a client reads after the contract): on its first version,
       // after a deletion, or when the reference changed. Not when a webhook behind this read
@@ -287,10 +267,16 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         const customerKey = resourceKey('Customer', customerId);
         if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined, retry: undefined }));
       }
-      const processes = next && result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
+      const processes = result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
       for (const id of processes?.reread ?? []) followUps.push(encodeFetchRequest({ ...(processes?.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
       if (!next) {
         metrics.unchanged.inc({ type: first.type });
+        // No version, but the contract's processes may be news: its head remembers them anyway.
+        if (head && processes && !sameIds(processes.remember, head.escalationProcessIds)) {
+          const stored: StoredHead = { ...head, escalationProcessIds: processes.remember };
+          newHeads.set(key, stored);
+          headRecords.push({ key, value: encodeHead(stored) });
+        }
         return;
       }
       // valid_from must grow with the version even if the wall clock steps back.
@@ -352,8 +338,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       metrics.givenUp.inc({ type: g.type, reason: g.reason }, g.count);
       log.warn('resource given up after rereads, request dead-lettered', { resourceType: g.type, reason: g.reason, requests: g.count });
     }
-    const committedAt = Date.now();
-    for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((committedAt - p.request.receivedAt) / 1000);
+    const now = Date.now();
+    for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
     payload.resolveOffset(batch.lastOffset());
     await payload.heartbeat();
   };
