@@ -10,6 +10,7 @@ import { readToEnd } from '../../src/kafka/read-to-end.js';
 import { PIPELINE_PARTITIONS, topicNames } from '../../src/kafka/topics.js';
 import type { Registry } from '../../src/registry/registry.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
+import type { ResourceType } from '../../src/billing-api/resource-types.js';
 import { sinkGroupId } from '../../src/sink/sink.js';
 import { uniqueSuffix } from './environment.js';
 import { waitFor } from './wait-for.js';
@@ -150,6 +151,32 @@ export async function readAllDeadLetters(kafka: Kafka, registry: Registry, topic
     if (m.value) values.push(m.value);
   });
   return Promise.all(values.map(async (v) => (await registry.decode(v)) as DeadLetterValue));
+}
+
+/**
+ * The DLQ records, less the enricher's expected give-ups: a `not-found` give-up of an object that
+ * no reader could ever see (never created, or created and deleted before any read) and that has
+ * no version. Everything else is a finding, one readable line each.
+ */
+export async function unexpectedDeadLetters(args: { kafka: Kafka; registry: Registry; config: Pick<Config, 'topicPrefix' | 'databaseSchema'>; pool: pg.Pool; sim: Simulator }): Promise<{ notFoundGiveUps: number; unexpected: string[] }> {
+  const { kafka, registry, config, pool, sim } = args;
+  const names = topicNames(config.topicPrefix);
+  const unexpected: string[] = [];
+  let notFoundGiveUps = 0;
+  for (const letter of await readAllDeadLetters(kafka, registry, names.webhooksDlq)) {
+    const what = `${letter.stage} ${letter.error_class}: ${letter.error_message}`;
+    if (letter.stage !== 'enricher' || letter.error_class !== 'not-found') {
+      unexpected.push(what);
+      continue;
+    }
+    const request = JSON.parse(Buffer.from(letter.source_value as Buffer).toString()) as { type: ResourceType; id: string };
+    const history = sim.history(request.type, request.id);
+    const { rows } = await pool.query(`SELECT 1 FROM ${quoteIdent(config.databaseSchema)}.resource_versions WHERE resource_type = $1 AND resource_id = $2`, [request.type, request.id]);
+    if ((history === undefined || history.deleted) && rows.length === 0) notFoundGiveUps++;
+    else unexpected.push(`${what} (${request.type} ${request.id} exists or has versions)`);
+  }
+  for (const letter of await readAllDeadLetters(kafka, registry, names.snapshotsDlq)) unexpected.push(`${letter.stage} ${letter.error_class}: ${letter.error_message}`);
+  return { notFoundGiveUps, unexpected };
 }
 
 export interface DeadLetterValue {

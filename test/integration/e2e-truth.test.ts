@@ -5,9 +5,7 @@ import type { Config } from '../../src/config.js';
 import { quoteIdent } from '../../src/db/pool.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
 import { startSimulatedPipeline, type SimulatedPipeline } from '../helpers/simulated-pipeline.js';
-import type { ResourceType } from '../../src/billing-api/resource-types.js';
-import { topicNames } from '../../src/kafka/topics.js';
-import { drainPipeline, readAllDeadLetters } from '../helpers/pipeline-drain.js';
+import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { compareWarehouseToTruth, compareWebhooksToDeliveries } from '../helpers/warehouse-truth.js';
 
 /**
@@ -84,13 +82,7 @@ describe('end to end: the warehouse holds the true history', () => {
 
     // The only dead letters are give-ups of objects that answered 404 on every read for the whole
     // window: created and deleted before any read, never observable, and so without a version.
-    const letters = await readAllDeadLetters(kafka, run.registry, topicNames(config.topicPrefix).webhooksDlq);
-    for (const letter of letters) {
-      const request = JSON.parse(Buffer.from(letter.source_value as Buffer).toString()) as { type: ResourceType; id: string };
-      expect(letter.error_class, `${request.type} ${request.id}`).toBe('not-found');
-      expect(sim.history(request.type, request.id)?.deleted, `${request.type} ${request.id} deleted`).toBe(true);
-      const { rows: versions } = await pool.query(`SELECT 1 FROM ${quoteIdent(config.databaseSchema)}.resource_versions WHERE resource_type = $1 AND resource_id = $2`, [request.type, request.id]);
-      expect(versions).toEqual([]);
-    }
+    const letters = await unexpectedDeadLetters({ kafka, registry: run.registry, config, pool, sim });
+    expect(letters.unexpected).toEqual([]);
   }, 120_000);
 });
