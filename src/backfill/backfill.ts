@@ -43,8 +43,9 @@ export const backfillProgressTopic = (prefix: string) => `${prefix}.backfill.pro
 /**
  * Snapshots every existing object of the given types through the enricher's own versioning
  * path: each list item becomes a fetch request carrying the body as listed (no webhook behind
- * it, so source_event is null), keyed by resource like any other. The fetcher versions it
- * exactly as a fetched body, so a second backfill of unchanged objects creates nothing.
+ * it, so source_event is null), keyed by resource like any other. The fetcher versions the
+ * listed body only for an object it has no version of; for any other it reads the object (a
+ * page may be older than its latest version), so a second backfill creates nothing new.
  * Progress is saved after each page is acknowledged; a rerun resumes an unfinished type.
  */
 export async function runBackfill(deps: BackfillDeps, options: BackfillOptions): Promise<BackfillResult> {
@@ -73,8 +74,10 @@ export async function runBackfill(deps: BackfillDeps, options: BackfillOptions):
       let count = 0;
       for (;;) {
         if (options.signal?.aborted) return result;
-        const page = await deps.api.listResources(type, { skip, ...(options.pageSize ? { take: options.pageSize } : {}) }, options.signal ? { signal: options.signal } : {});
+        // A page shows each object as it was at some moment of its request; the start is the
+        // earliest such moment, so a version from it never claims a later observation than it is.
         const fetchedAt = Date.now();
+        const page = await deps.api.listResources(type, { skip, ...(options.pageSize ? { take: options.pageSize } : {}) }, options.signal ? { signal: options.signal } : {});
         const messages = page.items.flatMap((body) => {
           const id = idOf(body);
           if (id === undefined) {

@@ -12,6 +12,9 @@ export function createEnricherMetrics(registry: Registry) {
     unchanged: new Counter({ name: `${p}unchanged_total`, help: 'Fetches whose content equals the latest version (no version published)', labelNames: ['type'], registers: [registry] }),
     deadLetters: new Counter({ name: `${p}dead_letters_total`, help: 'Records sent to a DLQ, by topic', labelNames: ['topic'], registers: [registry] }),
     pauses: new Counter({ name: `${p}partition_pauses_total`, help: 'Partition pauses while the billing API is unavailable or refusing our credentials', labelNames: ['reason'], registers: [registry] }),
+    rereads: new Counter({ name: `${p}rereads_scheduled_total`, help: 'Resources put on the delay topic to be read again later, by reason (not-found-yet, gone-unconfirmed, unreadable)', labelNames: ['type', 'reason'], registers: [registry] }),
+    givenUp: new Counter({ name: `${p}given_up_total`, help: 'Requests given up after their rereads (each also a DLQ record), by reason (not-found, unreadable-body)', labelNames: ['type', 'reason'], registers: [registry] }),
+    forwarded: new Counter({ name: `${p}delayed_forwarded_total`, help: 'Delayed requests written back to the request topic once due', registers: [registry] }),
     freshness: new Histogram({
       name: `${p}webhook_to_version_seconds`,
       help: 'From webhook receipt to the transaction that published its resource state',

@@ -9,6 +9,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { createEnricherMetrics } from './enricher-metrics.js';
 import { enricherTopicSpecs, enricherTopics } from './enricher-topics.js';
+import { startDelayForwarder } from './delay-forwarder.js';
 import { startFetcher } from './fetcher.js';
 import type { ResourceReader } from './resource-reader.js';
 import { startRouter } from './router.js';
@@ -26,13 +27,15 @@ export interface EnricherDeps {
 export const enricherGroupId = (prefix: string) => `${prefix}.enricher`;
 /** Consumer group of the fetcher: reads the internal request topic. */
 export const fetcherGroupId = (prefix: string) => `${prefix}.enricher.fetcher`;
+/** Consumer group of the delay forwarder: reads the internal delay topic. */
+export const delayForwarderGroupId = (prefix: string) => `${prefix}.enricher.delayed`;
 
 /**
  * The enricher: webhooks → (router) → fetch requests keyed by resource → (fetcher) → versioned
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);
@@ -56,14 +59,27 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
   deps.health.addCheck('kafka', async () => void (await admin.describeCluster()));
   deps.health.addCheck('schema-registry', () => deps.registry.ping());
 
-  const fetcher = await startFetcher({ ...deps, log, metrics, topics, internal, groupId: fetcherGroupId(config.topicPrefix), snapshotSchemaId, coalesceMs: config.enricherCoalesceMs, ...options });
+  const fetcher = await startFetcher({
+    ...deps,
+    log,
+    metrics,
+    topics,
+    internal,
+    groupId: fetcherGroupId(config.topicPrefix),
+    snapshotSchemaId,
+    coalesceMs: config.enricherCoalesceMs,
+    retryRules: { notFoundWindowMs: config.enricherNotFoundWindowMs, goneConfirmMs: config.enricherGoneConfirmMs, unreadableAttempts: config.enricherUnreadableAttempts },
+    ...options,
+  });
+  const forwarder = await startDelayForwarder({ ...deps, log, metrics, internal, groupId: delayForwarderGroupId(config.topicPrefix) });
   const router = await startRouter({ ...deps, log, metrics, topics, internal, groupId: enricherGroupId(config.topicPrefix) });
   log.info('enricher started', { webhooks: topics.webhooks, snapshots: topics.snapshots });
   return {
     async stop() {
       deps.health.setCondition('shutdown', 'stopping');
-      // Router first: no new requests; then the fetcher finishes its in-flight batches.
+      // Router first: no new requests; the forwarder next (no more rereads); then the fetcher finishes its in-flight batches.
       await router.stop();
+      await forwarder.stop();
       await fetcher.stop();
       await admin.disconnect();
     },

@@ -17,8 +17,29 @@ export interface FetchRequest {
   source: { topic: string; partition: number; offset: string } | null;
   /** Keys of the other resources the same webhook named (a contract's customer follow-up is skipped when one of them is it). */
   siblings?: string[];
-  /** A body already read from a list endpoint (backfill): versioned without another fetch. */
+  /** A body already read from a list endpoint (backfill), with the time its page request started: versioned without a read only for a resource with no version yet. */
   prefetched?: { body: string; fetchedAt: number };
+  /** Set on a request the fetcher wrote to the delay topic: why the resource is read again, and when. */
+  retry?: RetryState;
+}
+
+/** A resource to read again later (read-decision.ts): the reason, how many reads gave it, since when, and when it is due. */
+export interface RetryState {
+  reason: 'not-found-yet' | 'gone-unconfirmed' | 'unreadable';
+  attempt: number;
+  since: number;
+  dueAt: number;
+  /** gone-unconfirmed: the version the first 404 contradicted (a version in between restarts the confirmation). */
+  headVersion?: number;
+}
+
+const RETRY_REASONS: readonly string[] = ['not-found-yet', 'gone-unconfirmed', 'unreadable'];
+
+function decodeRetry(r: unknown): RetryState | undefined {
+  if (!r || typeof r !== 'object') return undefined;
+  const { reason, attempt, since, dueAt, headVersion } = r as Partial<RetryState>;
+  if (typeof reason !== 'string' || !RETRY_REASONS.includes(reason) || typeof attempt !== 'number' || typeof since !== 'number' || typeof dueAt !== 'number') return undefined;
+  return { reason, attempt, since, dueAt, ...(typeof headVersion === 'number' ? { headVersion } : {}) };
 }
 
 const FORMAT = 1;
@@ -44,5 +65,6 @@ export function decodeFetchRequest(value: Buffer | null): FetchRequest {
     source: r.source ?? null,
     ...(Array.isArray(r.siblings) ? { siblings: r.siblings.filter((k): k is string => typeof k === 'string') } : {}),
     ...(r.prefetched ? { prefetched: r.prefetched } : {}),
+    ...(decodeRetry(r.retry) ? { retry: decodeRetry(r.retry) as RetryState } : {}),
   };
 }

@@ -18,6 +18,8 @@ import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
 import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
 import type { SnapshotRecord } from './snapshot-record.js';
 import { nextVersion } from './versioning.js';
+import { decideRead, parseBody, usablePrefetched, type GiveUpReason, type ReadOutcome, type RetryRules } from './read-decision.js';
+import { escalationProcessesOf, sameIds } from './escalation-processes.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -34,14 +36,22 @@ export interface FetcherDeps {
   maxPauseMs?: number;
   /** Longest wait for more requests before a batch is read (ENRICHER_COALESCE_MS), in ms. Default 0. */
   coalesceMs?: number;
+  /** When a read is read again later, and when it is given up (read-decision.ts). */
+  retryRules?: Partial<RetryRules>;
 }
+
+const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
 
 interface Pending {
   request: FetchRequest;
   message: KafkaMessage;
 }
 
-type ReadResult = { kind: 'found'; body: string; parsed: unknown; hash: string; fetchedAt: number } | { kind: 'gone'; fetchedAt: number } | { kind: 'failed'; failure: ReadFailure; err: unknown };
+type ReadResult =
+  | { kind: 'found'; body: string; parsed: Record<string, unknown>; hash: string; fetchedAt: number }
+  | { kind: 'gone'; fetchedAt: number }
+  | { kind: 'unreadable'; problem: string; fetchedAt: number }
+  | { kind: 'failed'; failure: ReadFailure; err: unknown };
 
 class PartitionPaused extends Error {}
 
@@ -60,6 +70,7 @@ const COALESCE_MIN_BYTES = 32 * 1024;
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
   const coalesceMs = deps.coalesceMs ?? 0;
+  const retryRules: RetryRules = { ...DEFAULT_RETRY_RULES, ...deps.retryRules };
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
   const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
@@ -122,15 +133,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     return current;
   };
 
-  /**
-   * One read for all pending requests of a resource. A body prefetched by the backfill is used
-   * only when every request is a backfill one: a webhook's request needs a fetch that starts
-   * after it was received, which an earlier list page is not.
-   */
-  const readResource = async (pending: Pending[]): Promise<ReadResult> => {
+  /** One read for all pending requests of a resource; a list page's body instead only where usablePrefetched allows it. */
+  const readResource = async (pending: Pending[], head: StoredHead | undefined): Promise<ReadResult> => {
     const requests = pending.map((p) => p.request);
     const first = requests[0] as FetchRequest;
-    const prefetched = requests.every((r) => r.prefetched) ? requests.reduce((a, b) => ((b.prefetched?.fetchedAt ?? 0) > (a.prefetched?.fetchedAt ?? 0) ? b : a)).prefetched : undefined;
+    const prefetched = usablePrefetched(requests, head);
     if (prefetched) {
       metrics.fetches.inc({ type: first.type, outcome: 'prefetched' });
       return found(prefetched.body, prefetched.fetchedAt);
@@ -147,10 +154,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     }
   };
 
-  /** A body is parsed once: for its hash, and for a contract's customer reference. */
+  /** A body is parsed once: for its hash, and for a contract's references. */
   const found = (body: string, fetchedAt: number): ReadResult => {
-    const parsed: unknown = JSON.parse(body);
-    return { kind: 'found', body, parsed, hash: valueHash(parsed), fetchedAt };
+    const read = parseBody(body);
+    if (!read.ok) return { kind: 'unreadable', problem: read.problem, fetchedAt };
+    return { kind: 'found', body, parsed: read.parsed, hash: valueHash(read.parsed), fetchedAt };
   };
 
   const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown) => {
@@ -207,7 +215,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     // All requests of this batch were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (DESIGN.md property 2).
     const groups = [...byResource.entries()];
-    const results = await Promise.all(groups.map(([, pending]) => readResource(pending)));
+    const results = await Promise.all(groups.map(([key, pending]) => readResource(pending, partitionHeads.get(key))));
     // A big batch of API reads can outlast the session timeout; kafkajs heartbeats only between
     // batches unless told, and a missed session means a rebalance (and a restore) for nothing.
     await payload.heartbeat();
@@ -222,7 +230,10 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const snapshots: { key: string; value: SnapshotRecord }[] = [];
     const headRecords: Message[] = [];
     const followUps: Message[] = [];
+    const delayed: Message[] = [];
+    const givenUp: { type: string; reason: GiveUpReason; count: number }[] = [];
     const newHeads = new Map<string, StoredHead>();
+    const decidedAt = Date.now();
     groups.forEach(([key, pending], i) => {
       const result = results[i] as ReadResult;
       const first = (pending[0] as Pending).request;
@@ -232,7 +243,21 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         return;
       }
       const head = newHeads.get(key) ?? partitionHeads.get(key);
-      const next = nextVersion(head, result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : { kind: 'gone' });
+      const outcome: ReadOutcome = result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : result.kind === 'gone' ? { kind: 'gone' } : { kind: 'unreadable', problem: result.problem };
+      const decision = decideRead(head, outcome, pending.map((p) => p.request.retry), decidedAt, retryRules);
+      if (decision.action === 'retry') {
+        // Every request goes on, so the version that ends the wait still names all their webhooks.
+        for (const p of pending) delayed.push(encodeFetchRequest({ ...p.request, prefetched: undefined, retry: decision.retry }));
+        metrics.rereads.inc({ type: first.type, reason: decision.retry.reason });
+        log.info('resource to be read again later', { resourceType: first.type, resourceId: first.id, reason: decision.retry.reason, attempt: decision.retry.attempt, dueInMs: decision.retry.dueAt - decidedAt });
+        return;
+      }
+      if (decision.action === 'give-up') {
+        for (const p of pending) letters.push(deadLetter(batch.topic, batch.partition, p.message, decision.reason, `${first.type} ${first.id}: ${decision.detail}`));
+        givenUp.push({ type: first.type, reason: decision.reason, count: pending.length });
+        return;
+      }
+      const next = nextVersion(head, decision.outcome);
       // A contract's customer is read when the contract first names it (spec 2: the contract
       // references its customer, which a client reads after the contract): on its first version,
       // after a deletion, or when the reference changed. Not when a webhook behind this read
@@ -240,15 +265,23 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       const customerId = next && result.kind === 'found' && first.type === 'Contract' ? customerReference(result.parsed) : undefined;
       if (customerId !== undefined && (head === undefined || head.deleted || head.customerId !== customerId)) {
         const customerKey = resourceKey('Customer', customerId);
-        if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined }));
+        if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined, retry: undefined }));
       }
+      const processes = result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
+      for (const id of processes?.reread ?? []) followUps.push(encodeFetchRequest({ ...(processes?.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
       if (!next) {
         metrics.unchanged.inc({ type: first.type });
+        // No version, but the contract's processes may be news: its head remembers them anyway.
+        if (head && processes && !sameIds(processes.remember, head.escalationProcessIds)) {
+          const stored: StoredHead = { ...head, escalationProcessIds: processes.remember };
+          newHeads.set(key, stored);
+          headRecords.push({ key, value: encodeHead(stored) });
+        }
         return;
       }
       // valid_from must grow with the version even if the wall clock steps back.
       const fetchedAt = Math.max(result.fetchedAt, (head?.fetchedAt ?? 0) + 1);
-      const stored: StoredHead = { ...next, fetchedAt, ...(customerId !== undefined ? { customerId } : {}) };
+      const stored: StoredHead = { ...next, fetchedAt, ...(customerId !== undefined ? { customerId } : {}), ...(processes && processes.remember.length > 0 ? { escalationProcessIds: processes.remember } : {}) };
       newHeads.set(key, stored);
       const requests = pending.map((p) => p.request).sort((a, b) => a.receivedAt - b.receivedAt);
       const withEvent = requests.filter((r) => r.eventId !== null);
@@ -280,6 +313,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         { topic: deps.topics.snapshots, messages: encodedSnapshots },
         { topic: deps.internal.heads, messages: headRecords },
         { topic: deps.internal.requests, messages: followUps },
+        { topic: deps.internal.delayed, messages: delayed },
         ...encodedLetters,
       ].filter((t) => t.messages.length > 0);
       if (topicMessages.length > 0) await transaction.sendBatch({ topicMessages, acks: -1 });
@@ -300,6 +334,10 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     }
     for (const [key, head] of newHeads) partitionHeads.set(key, head);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
+    for (const g of givenUp) {
+      metrics.givenUp.inc({ type: g.type, reason: g.reason }, g.count);
+      log.warn('resource given up after rereads, request dead-lettered', { resourceType: g.type, reason: g.reason, requests: g.count });
+    }
     const now = Date.now();
     for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
     payload.resolveOffset(batch.lastOffset());

@@ -21,9 +21,13 @@ export interface FaultOptions {
   timeoutRate: number;
   /** Fraction of requests whose connection is reset without an answer. Default 0. */
   resetRate: number;
+  /** Fraction of GET requests answered 200 with an HTML maintenance page instead of JSON (a proxy in front of the API). Default 0. */
+  unreadableRate: number;
 }
 
-export const NO_FAULTS: Readonly<FaultOptions> = { latencyMs: 0, latencyJitterMs: 0, errorRate: 0, timeoutRate: 0, resetRate: 0 };
+const MAINTENANCE_PAGE = '<!DOCTYPE html><html><head><title>Maintenance</title></head><body><h1>We will be back soon</h1></body></html>';
+
+export const NO_FAULTS: Readonly<FaultOptions> = { latencyMs: 0, latencyJitterMs: 0, errorRate: 0, timeoutRate: 0, resetRate: 0, unreadableRate: 0 };
 
 /**
  * Request limit first (a rejected request costs the upstream nothing, so it answers at once),
@@ -56,6 +60,10 @@ export function limitAndFaults(deps: { limiter: () => RateLimiter; faults: () =>
     if (roll < f.resetRate + f.timeoutRate + f.errorRate) {
       const status = deps.random.pick([500, 502, 503]);
       res.status(status).json({ Message: 'Injected server error' });
+      return;
+    }
+    if (req.method === 'GET' && roll < f.resetRate + f.timeoutRate + f.errorRate + f.unreadableRate) {
+      res.status(200).type('html').send(MAINTENANCE_PAGE);
       return;
     }
     next();

@@ -137,6 +137,8 @@ export class PaymentOperations {
         ContractId: contractId,
         CustomerId: c.CustomerId,
         StartedAt: iso(now),
+        Status: 'Escalated',
+        ResetAt: null,
         TriggerDays: triggerDays,
         DueDate: step.DueDate,
         OutstandingAmount: outstanding,
@@ -219,9 +221,19 @@ export class PaymentOperations {
     if (remaining === 0 && this.contract(contractId).EscalationStatus === 'Escalated') this.resetEscalation(contractId);
   }
 
-  /** Resets the contract's escalation (automatically after payment, or manually); a later escalation starts a new process. */
+  /** Resets the contract's escalation (automatically after payment, or manually): the contract and its process change; a later escalation starts a new process. */
   resetEscalation(contractId: string): void {
     const c = this.contract(contractId);
+    const processId = c.PaymentEscalationProcessId as string | null;
+    // The reset ends the process too; the event names only the contract and the customer, so a
+    // loader learns of this change only if it reads the contract's processes again.
+    if (processId) {
+      const at = iso(this.ctx.now());
+      this.ctx.store.update('PaymentEscalationProcess', processId, (p) => {
+        p.Status = 'Reset';
+        p.ResetAt = at;
+      });
+    }
     this.ctx.store.update('Contract', contractId, (b) => {
       b.EscalationStatus = 'None';
       b.PaymentEscalationProcessId = null;

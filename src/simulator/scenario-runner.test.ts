@@ -8,7 +8,7 @@ import { createRandom } from './seeded-random.js';
 import { SimulatedClock } from './simulated-clock.js';
 import { TruthStore } from './truth-store.js';
 
-/** The resources a receiver fetches for an event (DESIGN.md table), contract → its customer included. */
+/** The resources a receiver fetches for an event (DESIGN.md table), contract → its customer and, on a reset, its escalation processes included. */
 function referenced(p: WebhookPayload, store: TruthStore): Array<[ResourceType, string]> {
   const out: Array<[ResourceType, string]> = [];
   const add = (type: ResourceType, id: unknown) => typeof id === 'string' && out.push([type, id]);
@@ -24,6 +24,8 @@ function referenced(p: WebhookPayload, store: TruthStore): Array<[ResourceType, 
   add('PaymentTransaction', p.PaymentTransactionId);
   add('PaymentEscalationProcess', p.PaymentEscalationProcessId);
   if (typeof p.ContractId === 'string') add('Customer', store.history('Contract', p.ContractId)?.states.at(-1)?.body?.CustomerId);
+  // A reset names no process, yet ends it: a receiver reads again the processes it knows of the contract.
+  if (p.Event === 'PaymentEscalationReset') for (const id of store.ids('PaymentEscalationProcess')) if (store.get('PaymentEscalationProcess', id)?.ContractId === p.ContractId) add('PaymentEscalationProcess', id);
   return out;
 }
 

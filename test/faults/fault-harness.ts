@@ -12,11 +12,12 @@ import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { errorMessage } from '../../src/errors.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/registry/registry.js';
 import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
 import { packageRoot } from '../../src/stack/settings.js';
 import { testConfig } from '../helpers/environment.js';
-import { deadLetterCount, drainPipeline } from '../helpers/pipeline-drain.js';
+import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { compareWarehouseToTruth, compareWebhooksToDeliveries, type TruthReport, type WebhookCoverage } from '../helpers/warehouse-truth.js';
 
@@ -38,7 +39,10 @@ export interface FaultFigures {
   extraWebhookRows: number;
   /** Deliveries the simulator gave up on (attempts exhausted). */
   dropped: number;
+  /** DLQ records other than the expected give-ups below. */
   deadLetters: number;
+  /** The enricher's give-ups of ids no reader could see (created and deleted before any read): expected, not a loss. */
+  notFoundGiveUps: number;
   objects: number;
   versions: number;
   /** Attempts that got no 2xx (refused connection, 503, timeout): the sender retried them. */
@@ -132,6 +136,9 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     INGRESS_PORT: String(ports.ingress),
     ENRICHER_PORT: String(ports.enricher),
     SINK_PORT: String(ports.sink),
+    // Rereads of 404s on the scale of a test run: the drain waits for every one of them.
+    ENRICHER_NOT_FOUND_WINDOW_MS: '3000',
+    ENRICHER_GONE_CONFIRM_MS: '1000',
     ...options.componentEnv?.[component],
   });
 
@@ -189,6 +196,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       const webhooks = await compareWebhooksToDeliveries(pool, config.databaseSchema, sim);
       const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
       const stats = sim.stats().webhooks;
+      const letters = await unexpectedDeadLetters({ kafka, registry: createRegistry(config.schemaRegistryUrl), config, pool, sim });
       const figures: FaultFigures = {
         fault: options.fault,
         acknowledged: webhooks.acknowledged,
@@ -197,7 +205,8 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
         gaps: truth.gaps,
         extraWebhookRows: webhooks.extraRows,
         dropped: stats.dropped,
-        deadLetters: await deadLetterCount(kafka, config.topicPrefix),
+        deadLetters: letters.unexpected.length,
+        notFoundGiveUps: letters.notFoundGiveUps,
         objects: truth.objects,
         versions: truth.versions,
         failedAttempts: stats.attempts - stats.delivered,

@@ -2,13 +2,15 @@ import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { quoteIdent } from '../../src/db/pool.js';
-import { enricherGroupId } from '../../src/enricher/enricher.js';
+import { delayForwarderGroupId, enricherGroupId } from '../../src/enricher/enricher.js';
 import { enricherTopics } from '../../src/enricher/enricher-topics.js';
 import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
 import { defaultPartitioner } from '../../src/kafka/client.js';
+import { readToEnd } from '../../src/kafka/read-to-end.js';
 import { PIPELINE_PARTITIONS, topicNames } from '../../src/kafka/topics.js';
 import type { Registry } from '../../src/registry/registry.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
+import type { ResourceType } from '../../src/billing-api/resource-types.js';
 import { sinkGroupId } from '../../src/sink/sink.js';
 import { uniqueSuffix } from './environment.js';
 import { waitFor } from './wait-for.js';
@@ -22,6 +24,18 @@ export async function topicRecordCount(kafka: Kafka, topic: string): Promise<num
     if (!(await admin.listTopics()).includes(topic)) return 0;
     const offsets = await admin.fetchTopicOffsets(topic);
     return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The end offsets of a topic, summed over partitions (0 for a topic that does not exist). */
+async function topicEndOffsets(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(topic)) return 0;
+    return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
   } finally {
     await admin.disconnect();
   }
@@ -90,7 +104,9 @@ export async function flushSnapshots(kafka: Kafka, config: Pick<Config, 'topicPr
  * 3. two rounds of flush sentinels reach the warehouse: the first proves every request was
  *    fetched and written, which also wrote every follow-up request (contract → customer) in the
  *    same transaction; the second proves those follow-ups were fetched and written too;
- * 4. the sink has committed every webhook (after writing it to `webhook_events`, or to the DLQ).
+ * 4. until a round writes nothing new to the delay topic: every delayed reread was forwarded
+ *    (the delay forwarder committed all of it, each once due), then two more rounds of sentinels;
+ * 5. the sink has committed every webhook (after writing it to `webhook_events`, or to the DLQ).
  */
 export async function drainPipeline(args: { kafka: Kafka; config: Config; pool: pg.Pool; sim: Simulator; timeoutMs?: number }): Promise<void> {
   const { kafka, config, pool, sim } = args;
@@ -98,8 +114,15 @@ export async function drainPipeline(args: { kafka: Kafka; config: Config; pool: 
   const names = topicNames(config.topicPrefix);
   await waitFor(() => sim.stats().webhooks.pending === 0, { timeoutMs, intervalMs: 100, what: 'simulator deliveries done' });
   await waitFor(async () => (await groupLag(kafka, enricherGroupId(config.topicPrefix), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'enricher router committed every webhook' });
-  await flushSnapshots(kafka, config, pool, timeoutMs);
-  await flushSnapshots(kafka, config, pool, timeoutMs);
+  const delayed = enricherTopics(config.topicPrefix).delayed;
+  for (let written = -1; ; ) {
+    await flushSnapshots(kafka, config, pool, timeoutMs);
+    await flushSnapshots(kafka, config, pool, timeoutMs);
+    const now = await topicEndOffsets(kafka, delayed);
+    if (now === written) break;
+    written = now;
+    await waitFor(async () => (await groupLag(kafka, delayForwarderGroupId(config.topicPrefix), delayed)) === 0, { timeoutMs, intervalMs: 200, what: 'every delayed reread forwarded' });
+  }
   await waitFor(async () => (await groupLag(kafka, sinkGroupId(config), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'sink committed every webhook' });
 }
 
@@ -116,6 +139,44 @@ export async function readDeadLetters(kafka: Kafka, registry: Registry, topic: s
     await consumer.disconnect();
   }
   return letters;
+}
+
+/**
+ * Every record of a DLQ topic, decoded, read-committed to its current end. For a DLQ the enricher
+ * writes in transactions, whose commit markers make a record count from offsets too high.
+ */
+export async function readAllDeadLetters(kafka: Kafka, registry: Registry, topic: string): Promise<DeadLetterValue[]> {
+  const values: Buffer[] = [];
+  await readToEnd(kafka, topic, (_partition, m) => {
+    if (m.value) values.push(m.value);
+  });
+  return Promise.all(values.map(async (v) => (await registry.decode(v)) as DeadLetterValue));
+}
+
+/**
+ * The DLQ records, less the enricher's expected give-ups: a `not-found` give-up of an object that
+ * no reader could ever see (never created, or created and deleted before any read) and that has
+ * no version. Everything else is a finding, one readable line each.
+ */
+export async function unexpectedDeadLetters(args: { kafka: Kafka; registry: Registry; config: Pick<Config, 'topicPrefix' | 'databaseSchema'>; pool: pg.Pool; sim: Simulator }): Promise<{ notFoundGiveUps: number; unexpected: string[] }> {
+  const { kafka, registry, config, pool, sim } = args;
+  const names = topicNames(config.topicPrefix);
+  const unexpected: string[] = [];
+  let notFoundGiveUps = 0;
+  for (const letter of await readAllDeadLetters(kafka, registry, names.webhooksDlq)) {
+    const what = `${letter.stage} ${letter.error_class}: ${letter.error_message}`;
+    if (letter.stage !== 'enricher' || letter.error_class !== 'not-found') {
+      unexpected.push(what);
+      continue;
+    }
+    const request = JSON.parse(Buffer.from(letter.source_value as Buffer).toString()) as { type: ResourceType; id: string };
+    const history = sim.history(request.type, request.id);
+    const { rows } = await pool.query(`SELECT 1 FROM ${quoteIdent(config.databaseSchema)}.resource_versions WHERE resource_type = $1 AND resource_id = $2`, [request.type, request.id]);
+    if ((history === undefined || history.deleted) && rows.length === 0) notFoundGiveUps++;
+    else unexpected.push(`${what} (${request.type} ${request.id} exists or has versions)`);
+  }
+  for (const letter of await readAllDeadLetters(kafka, registry, names.snapshotsDlq)) unexpected.push(`${letter.stage} ${letter.error_class}: ${letter.error_message}`);
+  return { notFoundGiveUps, unexpected };
 }
 
 export interface DeadLetterValue {

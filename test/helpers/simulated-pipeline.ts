@@ -35,8 +35,10 @@ export async function startSimulatedPipeline(options: {
   sim: SimulatorOptions;
   maxConcurrency?: number;
   frontApi?: (sandboxUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
+  /** Settings on top of the test defaults (e.g. shorter reread windows). */
+  env?: Record<string, string>;
 }): Promise<SimulatedPipeline> {
-  const config = testConfig();
+  const config = testConfig(options.env);
   const log = createLogger(config.logLevel);
   const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: options.name, log, max: 3 });
   await migrate(pool, { schema: config.databaseSchema, log });

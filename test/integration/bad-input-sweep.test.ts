@@ -4,12 +4,13 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { quoteIdent } from '../../src/db/pool.js';
+import { enricherTopics } from '../../src/enricher/enricher-topics.js';
 import { topicNames } from '../../src/kafka/topics.js';
 import type { RunningPipeline } from '../../src/pipeline.js';
 import type { Registry } from '../../src/registry/registry.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
 import { startSimulatedPipeline, type SimulatedPipeline } from '../helpers/simulated-pipeline.js';
-import { drainPipeline, readDeadLetters, topicRecordCount } from '../helpers/pipeline-drain.js';
+import { drainPipeline, readAllDeadLetters, topicRecordCount } from '../helpers/pipeline-drain.js';
 import { canonical, compareWarehouseToTruth } from '../helpers/warehouse-truth.js';
 import { startRecordingServer, type RecordingServer } from './billing-api-recording-server.js';
 
@@ -35,6 +36,8 @@ beforeAll(async () => {
     name: 'bad-input-sweep-test',
     sim: { seed: 31, delivery: { retryBaseDelayMs: 100 } },
     maxConcurrency: 8,
+    // Rereads of 404s on the scale of the test: the drain waits for each forged id's give-up.
+    env: { ENRICHER_NOT_FOUND_WINDOW_MS: '3000', ENRICHER_GONE_CONFIRM_MS: '1000' },
     // Through a proxy that records the raw request paths.
     frontApi: async (sandboxUrl) => (proxy = await startRecordingProxy(new URL(sandboxUrl))),
   });
@@ -221,17 +224,22 @@ describe('bad-input sweep against a running pipeline', () => {
     const { rows: tables } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.contract_history`);
     expect(tables[0]?.n).toBeGreaterThan(0);
 
-    // Every accepted webhook is a row of webhook_events, with its body as received; the DLQs are empty.
+    // Every accepted webhook is a row of webhook_events, with its body as received. The webhooks
+    // DLQ holds the rows PostgreSQL refused, and the enricher's give-ups of ids that answered 404
+    // for the whole not-found window (every id here that names no object).
     const { rows: stored } = await pool.query<{ payload: string }>(`SELECT payload::text AS payload FROM ${schema}.webhook_events`);
     const bodies = new Set(stored.map((r) => canonical(JSON.parse(r.payload))));
     for (const c of accepted) expect(bodies.has(canonical(JSON.parse(c.body))), `${c.name} in webhook_events`).toBe(true);
     const names = topicNames(config.topicPrefix);
     for (const c of deadLettered) expect(bodies.has(canonical(JSON.parse(c.body))), `${c.name} not in webhook_events`).toBe(false);
-    const letters = await readDeadLetters(kafka, registry, names.webhooksDlq, deadLettered.length);
+    const all = await readAllDeadLetters(kafka, registry, names.webhooksDlq);
+    const givenUp = all.filter((l) => l.stage === 'enricher');
+    expect(givenUp.length).toBeGreaterThan(0);
+    expect(new Set(givenUp.map((l) => `${l.error_class} ${l.source_topic}`))).toEqual(new Set([`not-found ${enricherTopics(config.topicPrefix).requests}`]));
+    const letters = all.filter((l) => l.stage !== 'enricher');
     expect(letters.map((l) => ({ stage: l.stage, errorClass: l.error_class, topic: l.source_topic }))).toEqual(deadLettered.map(() => ({ stage: 'sink', errorClass: 'rejected-by-database', topic: names.webhooks })));
     const sources = await Promise.all(letters.map(async (l) => ((await registry.decode(l.source_value as Buffer)) as { body: string }).body));
     expect(sources.sort()).toEqual(deadLettered.map((c) => c.body).sort());
-    expect(await topicRecordCount(kafka, names.webhooksDlq)).toBe(deadLettered.length);
     expect(await topicRecordCount(kafka, names.snapshotsDlq)).toBe(0);
   }, 90_000);
 });

@@ -33,6 +33,10 @@ export interface EnricherHarness {
   flushEnricher(): Promise<void>;
   /** Starts one more enricher instance on the same groups (for ownership tests). */
   startEnricher(): Promise<Running>;
+  /** Stops every enricher instance, then starts a new one: what survives is only what is in Kafka. */
+  restartEnricher(): Promise<void>;
+  /** The Prometheus text of every enricher instance started so far. */
+  metricsText(): Promise<string>;
   versionsOf(type: string, id: string): SnapshotRecord[];
   stop(): Promise<void>;
 }
@@ -42,8 +46,9 @@ export interface EnricherHarness {
  * real ingress, which writes them to Kafka; enricher instances fetch from the simulator's API;
  * a read-committed consumer collects what lands on the snapshot topic and the DLQ.
  */
-export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
-  const config = testConfig(options.env);
+export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator, api: ResourceReader) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
+  // Rereads of 404s on the scale of a test (production waits minutes and seconds).
+  const config = testConfig({ ENRICHER_NOT_FOUND_WINDOW_MS: '5000', ENRICHER_GONE_CONFIRM_MS: '1000', ...options.env });
   const log = createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
   const registry = createRegistry(config.schemaRegistryUrl);
@@ -58,10 +63,13 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
     minBackoffMs: 50,
     maxBackoffMs: 200,
   });
-  const reader = options.reader?.(sim) ?? api;
+  const reader = options.reader?.(sim, api) ?? api;
   const enrichers: Running[] = [];
+  const registries: ReturnType<typeof createMetrics>[] = [];
   const startOne = async () => {
-    const e = await startEnricher({ kafka, registry, reader, log, metrics: createMetrics(), health: createHealth() }, config, { maxPauseMs: 1000 });
+    const metrics = createMetrics();
+    registries.push(metrics);
+    const e = await startEnricher({ kafka, registry, reader, log, metrics, health: createHealth() }, config, { maxPauseMs: 1000 });
     enrichers.push(e);
     return e;
   };
@@ -112,6 +120,11 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
     snapshots,
     deadLetters,
     startEnricher: startOne,
+    async restartEnricher() {
+      await Promise.all(enrichers.splice(0).map((e) => e.stop()));
+      await startOne();
+    },
+    metricsText: async () => (await Promise.all(registries.map((r) => r.metrics()))).join('\n'),
     versionsOf: (type, id) => snapshots.filter((s) => s.resource_type === type && s.resource_id === id).sort((a, b) => a.version - b.version),
     async stop() {
       await sim.stop();

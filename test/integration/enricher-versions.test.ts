@@ -67,11 +67,13 @@ describe('enricher: exact versions from the real API', () => {
     expectGapFree(versions);
   });
 
-  it('a forged webhook for an id that does not exist creates no version', async () => {
+  it('a forged webhook for an id that does not exist creates no version, and ends in a not-found dead letter', async () => {
     h.sim.emit({ Event: 'ContractChanged', ContractId: 'forged-000000000000000000' });
     const s = h.sim.billing.signup();
     await waitFor(() => h.versionsOf('Contract', s.contractId).length === 1, { what: 'later signup' });
+    await waitFor(() => h.deadLetters.length === 1, { what: 'give-up after the not-found window' });
+    expect(h.deadLetters[0]).toMatchObject({ error_class: 'not-found' });
+    expect(Buffer.from(h.deadLetters[0]?.source_value as Buffer).toString()).toContain('forged-000000000000000000');
     expect(h.versionsOf('Contract', 'forged-000000000000000000')).toEqual([]);
-    expect(h.deadLetters).toEqual([]);
   });
 });
