@@ -3,6 +3,7 @@ import { resourceKey } from '../billing-api/resource-types.js';
 import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -51,8 +52,9 @@ const COALESCE_MIN_BYTES = 32 * 1024;
 /**
  * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
  * assignment (generation) and partition: a transactional producer whose id is bound to the
- * partition, so connecting it fences whoever owned the partition before (their open transaction
- * is aborted); then the partition's heads are restored, read-committed, from the heads topic.
+ * partition, connected and then explicitly fenced (an empty transaction: whoever owned the
+ * partition before has its open transaction aborted and can commit nothing more); then the
+ * partition's heads are restored, read-committed, from the heads topic.
  * Per batch: one fetch per resource (coalescing every request of the batch, all received before
  * the fetch starts), and one transaction holding the new snapshots, their heads, follow-up
  * requests, dead letters and the consumer offsets. Nothing is published unless all of it is.
@@ -90,7 +92,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       // Fence at once, not at the first batch: a crashed owner's open transactions (which also
       // wrote follow-up requests into request partitions) hide everything after them from a
       // read-committed consumer, so the first batch would never come and the partitions would
-      // wait for the transaction timeout. Connecting our producers aborts those transactions.
+      // wait for the transaction timeout. Fencing with our producers aborts those transactions.
       prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
     });
 
@@ -106,8 +108,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
             createPartitioner: defaultPartitioner,
             retry: EOS_RETRY,
           });
-          await producer.connect(); // InitProducerId: fences the previous owner of this partition
+          await producer.connect();
           producers.set(p, producer);
+          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
+          // restore below, which an open transaction of the previous owner would hold up.
+          await fencePreviousOwner(producer);
         }),
       );
       const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
