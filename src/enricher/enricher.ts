@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { createEnricherMetrics } from './enricher-metrics.js';
 import { enricherTopicSpecs, enricherTopics } from './enricher-topics.js';
-import { startFetcher } from './fetcher.js';
+import { startFetcher, type FetcherDeps } from './fetcher.js';
 import type { ResourceReader } from './resource-reader.js';
 import { startRouter } from './router.js';
 
@@ -31,7 +31,7 @@ export const fetcherGroupId = (prefix: string) => `${prefix}.enricher.fetcher`;
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);

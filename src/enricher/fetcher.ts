@@ -4,6 +4,7 @@ import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
+import { heartbeatWhile } from '../kafka/heartbeat-while.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -12,6 +13,7 @@ import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { customerReference } from '../billing-api/customer-reference.js';
 import { valueHash } from './canonical-hash.js';
+import { createPartSizer, partEnd, type PartSizer } from './batch-parts.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from './enricher-topics.js';
 import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
@@ -35,6 +37,8 @@ export interface FetcherDeps {
   maxPauseMs?: number;
   /** Longest wait for more requests before a batch is read (ENRICHER_COALESCE_MS), in ms. Default 0. */
   coalesceMs?: number;
+  /** The consumer group's session timeout, in ms (heartbeats every tenth of it; parts of a batch aim at a sixth). Default 30000. */
+  sessionTimeoutMs?: number;
 }
 
 interface Pending {
@@ -72,6 +76,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const heads = new Map<number, Map<string, StoredHead>>();
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
+  const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
+  const heartbeatIntervalMs = Math.max(100, Math.floor(sessionTimeoutMs / 10));
+  const partSizers = new Map<number, PartSizer>();
 
   const closeProducers = async () => {
     const all = [...producers.values()];
@@ -158,7 +165,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     return { kind: 'found', body, parsed, hash: valueHash(parsed), fetchedAt };
   };
 
-  const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown) => {
+  const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown, fromOffset: string) => {
     const { batch } = payload;
     const attempt = (failures.get(batch.partition) ?? 0) + 1;
     failures.set(batch.partition, attempt);
@@ -167,9 +174,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     metrics.pauses.inc({ reason: failure });
     if (failure === 'credentials') deps.health.setCondition('billing-api', `credentials refused: ${errorMessage(err)}`);
     log.warn('billing API unavailable, pausing partition', { partition: batch.partition, failure, delayMs: delay, attempt, err: errorMessage(err) });
-    // Nothing of this batch was published or committed: read it again from its first offset.
+    // Nothing of this part of the batch was published or committed: read it again from its first offset.
     const c = consumer();
-    c.seek({ topic: batch.topic, partition: batch.partition, offset: batch.firstOffset() ?? batch.lastOffset() });
+    c.seek({ topic: batch.topic, partition: batch.partition, offset: fromOffset });
     c.pause([{ topic: batch.topic, partitions: [batch.partition] }]);
     const timer = setTimeout(() => {
       resumeTimers.delete(timer);
@@ -186,19 +193,46 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     resumeTimers.add(timer);
   };
 
+  /**
+   * A batch is taken in parts, each read, versioned and committed in its own transaction, sized
+   * to take about a sixth of the session timeout at the rate the API gave the last part. After
+   * an outage, a replay or a burst a batch names thousands of resources, minutes of reads at the
+   * default budget: as one transaction it outlasted the session, the member was thrown out, the
+   * batch was read again, and the same reads repeated forever. Between parts the offsets move,
+   * a stop or a rebalance waits for one part at most, and heartbeats go out during each part.
+   */
   const handleBatch = async (payload: EachBatchPayload) => {
     const { batch } = payload;
     if (batch.isEmpty()) return;
     const gen = generation;
-    await prepare(gen);
+    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, prepare(gen));
+    metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
+    let sizer = partSizers.get(batch.partition);
+    if (!sizer) partSizers.set(batch.partition, (sizer = createPartSizer(sessionTimeoutMs / 6)));
+    for (let start = 0; start < batch.messages.length; ) {
+      if (!payload.isRunning() || payload.isStale() || gen !== generation) return;
+      const end = partEnd(batch.messages, start, sizer.size());
+      const started = Date.now();
+      // The last part covers the batch to its last offset: past a trailing transaction marker too.
+      const upTo = end === batch.messages.length ? batch.lastOffset() : (batch.messages[end - 1] as KafkaMessage).offset;
+      const resources = await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, handlePart(payload, batch.messages.slice(start, end), upTo, gen));
+      if (resources === undefined) return; // reassigned meanwhile
+      sizer.record(resources, Date.now() - started);
+      start = end;
+    }
+  };
+
+  /** One part of a batch: its reads, versions and offsets in one transaction. Returns how many resources it named, or undefined if the partition was reassigned meanwhile. */
+  const handlePart = async (payload: EachBatchPayload, messages: KafkaMessage[], lastOffset: string, gen: number): Promise<number | undefined> => {
+    const { batch } = payload;
     const producer = producers.get(batch.partition);
     const partitionHeads = heads.get(batch.partition);
-    if (gen !== generation || !producer || !partitionHeads) return; // reassigned meanwhile
-    metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
+    if (gen !== generation || !producer || !partitionHeads) return undefined; // reassigned meanwhile
+    const firstOffset = (messages[0] as KafkaMessage).offset;
 
     const letters: DeadLetter[] = [];
     const byResource = new Map<string, Pending[]>();
-    for (const message of batch.messages) {
+    for (const message of messages) {
       metrics.requests.inc();
       try {
         const request = decodeFetchRequest(message.value);
@@ -209,16 +243,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }
     }
 
-    // All requests of this batch were received before this point, so one fetch per resource,
+    // All requests of this part were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (DESIGN.md property 2).
     const groups = [...byResource.entries()];
     const results = await Promise.all(groups.map(([, pending]) => readResource(pending)));
-    // A big batch of API reads can outlast the session timeout; kafkajs heartbeats only between
-    // batches unless told, and a missed session means a rebalance (and a restore) for nothing.
-    await payload.heartbeat();
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
-      pausePartition(payload, failed.failure, failed.err);
+      pausePartition(payload, failed.failure, failed.err, firstOffset);
       throw new PartitionPaused();
     }
     failures.delete(batch.partition);
@@ -278,7 +309,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const encodedSnapshots = await Promise.all(snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
     const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
 
-    if (gen !== generation) return;
+    if (gen !== generation) return undefined;
     const transaction = await producer.transaction();
     try {
       const topicMessages = [
@@ -290,7 +321,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       if (topicMessages.length > 0) await transaction.sendBatch({ topicMessages, acks: -1 });
       await transaction.sendOffsets({
         consumerGroupId: deps.groupId,
-        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }] }],
       });
       await transaction.commit();
     } catch (err) {
@@ -307,8 +338,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     const now = Date.now();
     for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
-    payload.resolveOffset(batch.lastOffset());
-    await payload.heartbeat();
+    payload.resolveOffset(lastOffset);
+    return groups.length;
   };
 
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
@@ -331,9 +362,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       kafka.consumer({
         groupId: deps.groupId,
         readUncommitted: false,
-        sessionTimeout: 30_000,
-        rebalanceTimeout: 60_000,
-        heartbeatInterval: 3000,
+        sessionTimeout: sessionTimeoutMs,
+        rebalanceTimeout: Math.max(60_000, sessionTimeoutMs),
+        heartbeatInterval: heartbeatIntervalMs,
         // The broker holds each fetch until COALESCE_MIN_BYTES are there or the wait is over:
         // requests for one resource arriving close together (a signup's webhooks, a duplicate
         // burst) land in one batch and share one fetch. A busy load fills it sooner, a backlog
