@@ -5,6 +5,8 @@ import type { Health } from '../health.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
 import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import { heartbeatWhile } from '../kafka/heartbeat-while.js';
+import { readMessageLimits } from '../kafka/message-limits.js';
+import { partitionBySize, splitSends } from '../kafka/split-sends.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -65,6 +67,7 @@ const COALESCE_MIN_BYTES = 32 * 1024;
  */
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
+  const limitOf = await readMessageLimits(kafka, [deps.topics.snapshots, deps.internal.heads, deps.internal.requests, deps.topics.webhooksDlq]);
   const coalesceMs = deps.coalesceMs ?? 0;
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
@@ -307,18 +310,28 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       metrics.versions.inc({ type: first.type, deleted: String(next.deleted) });
     });
     const encodedSnapshots = await Promise.all(snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
+    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
+    // A body larger than the broker accepts can never be published: its requests go to the DLQ
+    // and its head stays, so a later, smaller state is versioned as usual. MESSAGE_TOO_LARGE is
+    // not retriable; sent, it would have failed this part again and again.
+    for (const m of tooLarge) {
+      newHeads.delete(m.key);
+      for (const p of byResource.get(m.key) ?? []) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'snapshot-too-large', `snapshot of ${m.value.length} bytes exceeds max.message.bytes ${limitOf(deps.topics.snapshots)} of ${deps.topics.snapshots}`));
+    }
     const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
 
     if (gen !== generation) return undefined;
     const transaction = await producer.transaction();
     try {
       const topicMessages = [
-        { topic: deps.topics.snapshots, messages: encodedSnapshots },
-        { topic: deps.internal.heads, messages: headRecords },
+        { topic: deps.topics.snapshots, messages: publishable },
+        { topic: deps.internal.heads, messages: headRecords.filter((r) => newHeads.has(r.key as string)) },
         { topic: deps.internal.requests, messages: followUps },
         ...encodedLetters,
       ].filter((t) => t.messages.length > 0);
-      if (topicMessages.length > 0) await transaction.sendBatch({ topicMessages, acks: -1 });
+      // Snapshots carry whole bodies: one send of a big part could exceed the largest record
+      // batch a partition accepts. Several sends in one transaction are still all or nothing.
+      for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
       await transaction.sendOffsets({
         consumerGroupId: deps.groupId,
         topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }] }],
