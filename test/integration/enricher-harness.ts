@@ -34,6 +34,8 @@ export interface EnricherHarness {
   flushEnricher(): Promise<void>;
   /** Starts one more enricher instance on the same groups (for ownership tests). */
   startEnricher(): Promise<Running>;
+  /** Stops every enricher instance started so far (the collector keeps reading). */
+  stopEnrichers(): Promise<void>;
   versionsOf(type: string, id: string): SnapshotRecord[];
   stop(): Promise<void>;
 }
@@ -115,6 +117,9 @@ export async function startEnricherHarness(
     snapshots,
     deadLetters,
     startEnricher: startOne,
+    async stopEnrichers() {
+      await Promise.all(enrichers.splice(0).map((e) => e.stop()));
+    },
     versionsOf: (type, id) => snapshots.filter((s) => s.resource_type === type && s.resource_id === id).sort((a, b) => a.version - b.version),
     async stop() {
       await sim.stop();
