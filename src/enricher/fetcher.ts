@@ -314,6 +314,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     // A body larger than the broker accepts can never be published: its requests go to the DLQ
     // and its head stays, so a later, smaller state is versioned as usual. MESSAGE_TOO_LARGE is
     // not retriable; sent, it would have failed this part again and again.
+    const unpublished = new Set(tooLarge.map((m) => m.key));
     for (const m of tooLarge) {
       newHeads.delete(m.key);
       for (const p of byResource.get(m.key) ?? []) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'snapshot-too-large', `snapshot of ${m.value.length} bytes exceeds max.message.bytes ${limitOf(deps.topics.snapshots)} of ${deps.topics.snapshots}`));
@@ -325,7 +326,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     try {
       const topicMessages = [
         { topic: deps.topics.snapshots, messages: publishable },
-        { topic: deps.internal.heads, messages: headRecords.filter((r) => newHeads.has(r.key as string)) },
+        { topic: deps.internal.heads, messages: headRecords.filter((r) => !unpublished.has(r.key as string)) },
         { topic: deps.internal.requests, messages: followUps },
         ...encodedLetters,
       ].filter((t) => t.messages.length > 0);
