@@ -89,3 +89,25 @@ it('drains a backlog of thousands of distinct resources against a slow API, each
   expect(logLines.filter((l) => l.includes('"partitions assigned"')).length).toBeLessThanOrEqual(2);
   expect(logLines.filter((l) => l.includes('is not aware of this member'))).toEqual([]);
 });
+
+it('waits out a Retry-After longer than the session timeout without leaving the group', { timeout: 120_000 }, async () => {
+  const from = logLines.length;
+  const [id] = idsOnPartition('Customer', `wait-${uniqueSuffix()}`, 1, 1) as [string];
+  let refused = 0;
+  (server as RecordingServer).setHandler(
+    tokenThen('tok', (req, res) => {
+      // The client waits a Retry-After of up to a minute in-process: here 2 session timeouts.
+      if (refused++ === 0) return json(res, 429, { Message: 'slow down' }, { 'Retry-After': String((2 * SESSION_TIMEOUT_MS) / 1000) });
+      json(res, 200, JSON.stringify({ Id: decodeURIComponent(req.url.split('/').pop() ?? ''), Name: 'waited' }));
+    }),
+  );
+  const kafka = createKafka({ brokers: h.config.kafkaBrokers, clientId: 'retry-after-test', log: createLogger('error') });
+  const producer = kafka.producer({ createPartitioner: defaultPartitioner });
+  await producer.connect();
+  await producer.send({ topic: enricherTopics(h.config.topicPrefix).requests, acks: -1, messages: [encodeFetchRequest({ type: 'Customer', id, eventId: `e-${id}`, event: 'CustomerChanged', receivedAt: Date.now(), source: null })] });
+  await producer.disconnect();
+  await waitFor(() => h.versionsOf('Customer', id).length > 0, { timeoutMs: 60_000, what: 'the version after the wait' });
+  expect(refused).toBe(2);
+  const since = logLines.slice(from);
+  expect(since.filter((l) => l.includes('"partitions assigned"') || l.includes('is not aware of this member') || l.includes('rebalancing'))).toEqual([]);
+});
