@@ -32,9 +32,10 @@ const MAX_PART = 5000;
  * budget (shared with the other partitions processed at once), its latency and its Retry-Afters
  * all show in that rate. The size at most doubles from what a part really named, so a run of
  * small, quick batches (requests served from memory, a quiet load) does not make the first part
- * of a backlog huge.
+ * of a backlog huge. The first part is small too: six partitions starting a backlog at once
+ * with 20 each are 120 reads, six seconds at the default budget, which a stop waits for.
  */
-export function createPartSizer(targetMs: number, initial = 100): PartSizer {
+export function createPartSizer(targetMs: number, initial = 20): PartSizer {
   let current = initial;
   return {
     size: () => current,
