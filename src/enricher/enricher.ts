@@ -10,7 +10,7 @@ import type { Registry } from '../registry/registry.js';
 import { createEnricherMetrics } from './enricher-metrics.js';
 import { enricherTopicSpecs, enricherTopics } from './enricher-topics.js';
 import { startDelayForwarder } from './delay-forwarder.js';
-import { startFetcher } from './fetcher.js';
+import { startFetcher, type FetcherDeps } from './fetcher.js';
 import type { ResourceReader } from './resource-reader.js';
 import { startRouter } from './router.js';
 
@@ -35,7 +35,7 @@ export const delayForwarderGroupId = (prefix: string) => `${prefix}.enricher.del
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts'>, options: { maxPauseMs?: number } = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);

@@ -3,6 +3,10 @@ import { resourceKey } from '../billing-api/resource-types.js';
 import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
+import { heartbeatWhile } from '../kafka/heartbeat-while.js';
+import { readMessageLimits } from '../kafka/message-limits.js';
+import { partitionBySize, splitSends } from '../kafka/split-sends.js';
 import type { TopicNames } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -11,6 +15,7 @@ import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { customerReference } from '../billing-api/customer-reference.js';
 import { valueHash } from './canonical-hash.js';
+import { createPartSizer, partEnd, type PartSizer } from './batch-parts.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from './enricher-topics.js';
 import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
@@ -38,6 +43,8 @@ export interface FetcherDeps {
   coalesceMs?: number;
   /** When a read is read again later, and when it is given up (read-decision.ts). */
   retryRules?: Partial<RetryRules>;
+  /** The consumer group's session timeout, in ms (heartbeats every tenth of it; parts of a batch aim at a sixth). Default 30000. */
+  sessionTimeoutMs?: number;
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
@@ -61,14 +68,16 @@ const COALESCE_MIN_BYTES = 32 * 1024;
 /**
  * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
  * assignment (generation) and partition: a transactional producer whose id is bound to the
- * partition, so connecting it fences whoever owned the partition before (their open transaction
- * is aborted); then the partition's heads are restored, read-committed, from the heads topic.
+ * partition, connected and then explicitly fenced (an empty transaction: whoever owned the
+ * partition before has its open transaction aborted and can commit nothing more); then the
+ * partition's heads are restored, read-committed, from the heads topic.
  * Per batch: one fetch per resource (coalescing every request of the batch, all received before
  * the fetch starts), and one transaction holding the new snapshots, their heads, follow-up
  * requests, dead letters and the consumer offsets. Nothing is published unless all of it is.
  */
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
+  const limitOf = await readMessageLimits(kafka, [deps.topics.snapshots, deps.internal.heads, deps.internal.requests, deps.internal.delayed, deps.topics.webhooksDlq]);
   const coalesceMs = deps.coalesceMs ?? 0;
   const retryRules: RetryRules = { ...DEFAULT_RETRY_RULES, ...deps.retryRules };
   // Filled below, once the supervisor has made the first instance; handlers run only after.
@@ -81,6 +90,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const heads = new Map<number, Map<string, StoredHead>>();
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
+  const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
+  const heartbeatIntervalMs = Math.max(100, Math.floor(sessionTimeoutMs / 10));
+  const partSizers = new Map<number, PartSizer>();
 
   const closeProducers = async () => {
     const all = [...producers.values()];
@@ -101,7 +113,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       // Fence at once, not at the first batch: a crashed owner's open transactions (which also
       // wrote follow-up requests into request partitions) hide everything after them from a
       // read-committed consumer, so the first batch would never come and the partitions would
-      // wait for the transaction timeout. Connecting our producers aborts those transactions.
+      // wait for the transaction timeout. Fencing with our producers aborts those transactions.
       prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
     });
 
@@ -117,8 +129,11 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
             createPartitioner: defaultPartitioner,
             retry: EOS_RETRY,
           });
-          await producer.connect(); // InitProducerId: fences the previous owner of this partition
+          await producer.connect();
           producers.set(p, producer);
+          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
+          // restore below, which an open transaction of the previous owner would hold up.
+          await fencePreviousOwner(producer);
         }),
       );
       const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
@@ -161,7 +176,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     return { kind: 'found', body, parsed: read.parsed, hash: valueHash(read.parsed), fetchedAt };
   };
 
-  const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown) => {
+  const pausePartition = (payload: EachBatchPayload, failure: ReadFailure, err: unknown, fromOffset: string) => {
     const { batch } = payload;
     const attempt = (failures.get(batch.partition) ?? 0) + 1;
     failures.set(batch.partition, attempt);
@@ -170,9 +185,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     metrics.pauses.inc({ reason: failure });
     if (failure === 'credentials') deps.health.setCondition('billing-api', `credentials refused: ${errorMessage(err)}`);
     log.warn('billing API unavailable, pausing partition', { partition: batch.partition, failure, delayMs: delay, attempt, err: errorMessage(err) });
-    // Nothing of this batch was published or committed: read it again from its first offset.
+    // Nothing of this part of the batch was published or committed: read it again from its first offset.
     const c = consumer();
-    c.seek({ topic: batch.topic, partition: batch.partition, offset: batch.firstOffset() ?? batch.lastOffset() });
+    c.seek({ topic: batch.topic, partition: batch.partition, offset: fromOffset });
     c.pause([{ topic: batch.topic, partitions: [batch.partition] }]);
     const timer = setTimeout(() => {
       resumeTimers.delete(timer);
@@ -189,19 +204,46 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     resumeTimers.add(timer);
   };
 
+  /**
+   * A batch is taken in parts, each read, versioned and committed in its own transaction, sized
+   * to take about a sixth of the session timeout at the rate the API gave the last part. After
+   * an outage, a replay or a burst a batch names thousands of resources, minutes of reads at the
+   * default budget: as one transaction it outlasted the session, the member was thrown out, the
+   * batch was read again, and the same reads repeated forever. Between parts the offsets move,
+   * a stop or a rebalance waits for one part at most, and heartbeats go out during each part.
+   */
   const handleBatch = async (payload: EachBatchPayload) => {
     const { batch } = payload;
     if (batch.isEmpty()) return;
     const gen = generation;
-    await prepare(gen);
+    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, prepare(gen));
+    metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
+    let sizer = partSizers.get(batch.partition);
+    if (!sizer) partSizers.set(batch.partition, (sizer = createPartSizer(sessionTimeoutMs / 6)));
+    for (let start = 0; start < batch.messages.length; ) {
+      if (!payload.isRunning() || payload.isStale() || gen !== generation) return;
+      const end = partEnd(batch.messages, start, sizer.size());
+      const started = Date.now();
+      // The last part covers the batch to its last offset: past a trailing transaction marker too.
+      const upTo = end === batch.messages.length ? batch.lastOffset() : (batch.messages[end - 1] as KafkaMessage).offset;
+      const resources = await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, handlePart(payload, batch.messages.slice(start, end), upTo, gen));
+      if (resources === undefined) return; // reassigned meanwhile
+      sizer.record(resources, Date.now() - started);
+      start = end;
+    }
+  };
+
+  /** One part of a batch: its reads, versions and offsets in one transaction. Returns how many resources it named, or undefined if the partition was reassigned meanwhile. */
+  const handlePart = async (payload: EachBatchPayload, messages: KafkaMessage[], lastOffset: string, gen: number): Promise<number | undefined> => {
+    const { batch } = payload;
     const producer = producers.get(batch.partition);
     const partitionHeads = heads.get(batch.partition);
-    if (gen !== generation || !producer || !partitionHeads) return; // reassigned meanwhile
-    metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
+    if (gen !== generation || !producer || !partitionHeads) return undefined; // reassigned meanwhile
+    const firstOffset = (messages[0] as KafkaMessage).offset;
 
     const letters: DeadLetter[] = [];
     const byResource = new Map<string, Pending[]>();
-    for (const message of batch.messages) {
+    for (const message of messages) {
       metrics.requests.inc();
       try {
         const request = decodeFetchRequest(message.value);
@@ -212,16 +254,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }
     }
 
-    // All requests of this batch were received before this point, so one fetch per resource,
+    // All requests of this part were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (DESIGN.md property 2).
     const groups = [...byResource.entries()];
     const results = await Promise.all(groups.map(([key, pending]) => readResource(pending, partitionHeads.get(key))));
-    // A big batch of API reads can outlast the session timeout; kafkajs heartbeats only between
-    // batches unless told, and a missed session means a rebalance (and a restore) for nothing.
-    await payload.heartbeat();
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
-      pausePartition(payload, failed.failure, failed.err);
+      pausePartition(payload, failed.failure, failed.err, firstOffset);
       throw new PartitionPaused();
     }
     failures.delete(batch.partition);
@@ -233,6 +272,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const delayed: Message[] = [];
     const givenUp: { type: string; reason: GiveUpReason; count: number }[] = [];
     const newHeads = new Map<string, StoredHead>();
+    // Resources to be read again later: their webhooks are not yet answered (no freshness sample).
+    const rereads = new Set<string>();
     const decidedAt = Date.now();
     groups.forEach(([key, pending], i) => {
       const result = results[i] as ReadResult;
@@ -249,6 +290,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         // Every request goes on, so the version that ends the wait still names all their webhooks.
         for (const p of pending) delayed.push(encodeFetchRequest({ ...p.request, prefetched: undefined, retry: decision.retry }));
         metrics.rereads.inc({ type: first.type, reason: decision.retry.reason });
+        rereads.add(key);
         log.info('resource to be read again later', { resourceType: first.type, resourceId: first.id, reason: decision.retry.reason, attempt: decision.retry.attempt, dueInMs: decision.retry.dueAt - decidedAt });
         return;
       }
@@ -304,22 +346,33 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       metrics.versions.inc({ type: first.type, deleted: String(next.deleted) });
     });
     const encodedSnapshots = await Promise.all(snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
+    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
+    // A body larger than the broker accepts can never be published: its requests go to the DLQ
+    // and its head stays, so a later, smaller state is versioned as usual. MESSAGE_TOO_LARGE is
+    // not retriable; sent, it would have failed this part again and again.
+    const unpublished = new Set(tooLarge.map((m) => m.key));
+    for (const m of tooLarge) {
+      newHeads.delete(m.key);
+      for (const p of byResource.get(m.key) ?? []) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'snapshot-too-large', `snapshot of ${m.value.length} bytes exceeds max.message.bytes ${limitOf(deps.topics.snapshots)} of ${deps.topics.snapshots}`));
+    }
     const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
 
-    if (gen !== generation) return;
+    if (gen !== generation) return undefined;
     const transaction = await producer.transaction();
     try {
       const topicMessages = [
-        { topic: deps.topics.snapshots, messages: encodedSnapshots },
-        { topic: deps.internal.heads, messages: headRecords },
+        { topic: deps.topics.snapshots, messages: publishable },
+        { topic: deps.internal.heads, messages: headRecords.filter((r) => !unpublished.has(r.key as string)) },
         { topic: deps.internal.requests, messages: followUps },
         { topic: deps.internal.delayed, messages: delayed },
         ...encodedLetters,
       ].filter((t) => t.messages.length > 0);
-      if (topicMessages.length > 0) await transaction.sendBatch({ topicMessages, acks: -1 });
+      // Snapshots carry whole bodies: one send of a big part could exceed the largest record
+      // batch a partition accepts. Several sends in one transaction are still all or nothing.
+      for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
       await transaction.sendOffsets({
         consumerGroupId: deps.groupId,
-        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
+        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }] }],
       });
       await transaction.commit();
     } catch (err) {
@@ -339,9 +392,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       log.warn('resource given up after rereads, request dead-lettered', { resourceType: g.type, reason: g.reason, requests: g.count });
     }
     const now = Date.now();
-    for (const [, pending] of groups) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
-    payload.resolveOffset(batch.lastOffset());
-    await payload.heartbeat();
+    for (const [key, pending] of groups) if (!rereads.has(key)) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
+    payload.resolveOffset(lastOffset);
+    return groups.length;
   };
 
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
@@ -364,9 +417,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       kafka.consumer({
         groupId: deps.groupId,
         readUncommitted: false,
-        sessionTimeout: 30_000,
-        rebalanceTimeout: 60_000,
-        heartbeatInterval: 3000,
+        sessionTimeout: sessionTimeoutMs,
+        rebalanceTimeout: Math.max(60_000, sessionTimeoutMs),
+        heartbeatInterval: heartbeatIntervalMs,
         // The broker holds each fetch until COALESCE_MIN_BYTES are there or the wait is over:
         // requests for one resource arriving close together (a signup's webhooks, a duplicate
         // burst) land in one batch and share one fetch. A busy load fills it sooner, a backlog

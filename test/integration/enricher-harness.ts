@@ -9,7 +9,8 @@ import { enricherTopics } from '../../src/enricher/enricher-topics.js';
 import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
 import { PIPELINE_PARTITIONS, topicNames } from '../../src/kafka/topics.js';
 import type { Running } from '../../src/lifecycle.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import type { FetcherDeps } from '../../src/enricher/fetcher.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createRegistry } from '../../src/registry/registry.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
@@ -37,6 +38,8 @@ export interface EnricherHarness {
   restartEnricher(): Promise<void>;
   /** The Prometheus text of every enricher instance started so far. */
   metricsText(): Promise<string>;
+  /** Stops every enricher instance started so far (the collector keeps reading). */
+  stopEnrichers(): Promise<void>;
   versionsOf(type: string, id: string): SnapshotRecord[];
   stop(): Promise<void>;
 }
@@ -46,10 +49,12 @@ export interface EnricherHarness {
  * real ingress, which writes them to Kafka; enricher instances fetch from the simulator's API;
  * a read-committed consumer collects what lands on the snapshot topic and the DLQ.
  */
-export async function startEnricherHarness(options: { sim?: SimulatorOptions; reader?: (sim: Simulator, api: ResourceReader) => ResourceReader; env?: Record<string, string> } = {}): Promise<EnricherHarness> {
+export async function startEnricherHarness(
+  options: { sim?: SimulatorOptions; reader?: (sim: Simulator, api: ResourceReader) => ResourceReader; env?: Record<string, string>; log?: Logger; fetcher?: Pick<FetcherDeps, 'sessionTimeoutMs'> } = {},
+): Promise<EnricherHarness> {
   // Rereads of 404s on the scale of a test (production waits minutes and seconds).
   const config = testConfig({ ENRICHER_NOT_FOUND_WINDOW_MS: '5000', ENRICHER_GONE_CONFIRM_MS: '1000', ...options.env });
-  const log = createLogger(config.logLevel);
+  const log = options.log ?? createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
   const registry = createRegistry(config.schemaRegistryUrl);
   const sim = await startSimulator({ seed: 7, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 100 }, ...options.sim });
@@ -69,7 +74,7 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
   const startOne = async () => {
     const metrics = createMetrics();
     registries.push(metrics);
-    const e = await startEnricher({ kafka, registry, reader, log, metrics, health: createHealth() }, config, { maxPauseMs: 1000 });
+    const e = await startEnricher({ kafka, registry, reader, log, metrics, health: createHealth() }, config, { maxPauseMs: 1000, ...options.fetcher });
     enrichers.push(e);
     return e;
   };
@@ -125,6 +130,9 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
       await startOne();
     },
     metricsText: async () => (await Promise.all(registries.map((r) => r.metrics()))).join('\n'),
+    async stopEnrichers() {
+      await Promise.all(enrichers.splice(0).map((e) => e.stop()));
+    },
     versionsOf: (type, id) => snapshots.filter((s) => s.resource_type === type && s.resource_id === id).sort((a, b) => a.version - b.version),
     async stop() {
       await sim.stop();
@@ -134,4 +142,16 @@ export async function startEnricherHarness(options: { sim?: SimulatorOptions; re
       await api.close();
     },
   };
+}
+
+/** `count` ids `<prefix>-<n>` whose key `<type>:<id>` the producers' partitioner puts on `partition` of the enricher's topics. */
+export function idsOnPartition(type: string, prefix: string, count: number, partition: number): string[] {
+  const partitioner = defaultPartitioner();
+  const partitionMetadata = Array.from({ length: PIPELINE_PARTITIONS }, (_, p) => ({ partitionId: p, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }));
+  const ids: string[] = [];
+  for (let i = 0; ids.length < count; i++) {
+    const id = `${prefix}-${i}`;
+    if (partitioner({ topic: 'any', partitionMetadata, message: { key: `${type}:${id}`, value: null } }) === partition) ids.push(id);
+  }
+  return ids;
 }
