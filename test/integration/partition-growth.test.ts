@@ -19,7 +19,8 @@ import { waitFor } from '../helpers/wait-for.js';
 /**
  * Growing the enricher's internal topics (docs/ARCHITECTURE.md, "Growing the partition count"),
  * step by step against the real broker, with the built CLI as an operator runs it. Requests carry
- * prefetched bodies, so versions are decided without the billing API.
+ * prefetched bodies, as the backfill writes them; a list page only versions a resource that has no
+ * version yet, so later rounds are read from a stand-in API that answers the current round.
  */
 interface Setup {
   config: Config;
@@ -30,11 +31,12 @@ interface Setup {
   snapshots: SnapshotRecord[];
   collector: Consumer;
   env: Record<string, string>;
+  /** The round the stand-in API answers. */
+  round: number;
 }
 
 const RESOURCES = 40;
 const ids = Array.from({ length: RESOURCES }, (_, i) => `grow-${i}`);
-const noReads = { getResource: () => Promise.reject(new Error('no API reads expected: every request is prefetched')) };
 
 async function setUp(): Promise<Setup> {
   const config = testConfig();
@@ -52,14 +54,15 @@ async function setUp(): Promise<Setup> {
   await collector.subscribe({ topic: names.snapshots, fromBeginning: true });
   await collector.run({ eachMessage: async ({ message }) => void snapshots.push((await registry.decode(message.value as Buffer)) as SnapshotRecord) });
   const env = { KAFKA_BROKERS: config.kafkaBrokers.join(','), SCHEMA_REGISTRY_URL: config.schemaRegistryUrl, TOPIC_PREFIX: config.topicPrefix, LOG_LEVEL: 'warn' };
-  return { config, internal, kafka, admin, registry, snapshots, collector, env };
+  return { config, internal, kafka, admin, registry, snapshots, collector, env, round: 0 };
 }
 
 const enricher = (s: Setup): Promise<Running> =>
-  startEnricher({ kafka: s.kafka, registry: s.registry, reader: noReads, log: createLogger(s.config.logLevel), metrics: createMetrics(), health: createHealth() }, s.config);
+  startEnricher({ kafka: s.kafka, registry: s.registry, reader: { getResource: (_type, id) => Promise.resolve({ kind: 'found', body: JSON.stringify({ Id: id, round: s.round }) }) }, log: createLogger(s.config.logLevel), metrics: createMetrics(), health: createHealth() }, s.config);
 
 /** One prefetched request per resource, as the backfill writes them. */
 async function sendRound(s: Setup, round: number): Promise<void> {
+  s.round = round;
   const producer = s.kafka.producer({ createPartitioner: defaultPartitioner });
   await producer.connect();
   const now = Date.now();
