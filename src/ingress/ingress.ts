@@ -27,7 +27,19 @@ export interface IngressDeps {
 }
 
 /** The configuration the ingress reads, plus tuning knobs that have sound defaults. */
-export type IngressConfig = Pick<Config, 'topicPrefix' | 'ingressPort' | 'ingressToken' | 'ingressMaxBodyBytes'> & {
+export type IngressConfig = Pick<
+  Config,
+  | 'topicPrefix'
+  | 'ingressPort'
+  | 'ingressToken'
+  | 'ingressMaxBodyBytes'
+  | 'ingressMaxPendingBytes'
+  | 'ingressMaxConnections'
+  | 'ingressHeadersTimeoutMs'
+  | 'ingressRequestTimeoutMs'
+  | 'ingressKeepAliveTimeoutMs'
+  | 'opsPort'
+> & {
   /** Interface to listen on. Default 0.0.0.0. */
   host?: string;
   /** Longest wait for the broker's ack before answering 503, in ms. Default 5000. */
@@ -57,7 +69,6 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
   const log = deps.log.child({ component: 'ingress' });
   const topic = topicNames(config.topicPrefix).webhooks;
   const produceTimeoutMs = config.produceTimeoutMs ?? 5000;
-  const metrics = createIngressMetrics(deps.metrics);
 
   const admin = deps.kafka.admin();
   await admin.connect();
@@ -69,8 +80,10 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     lingerMs: config.lingerMs ?? 0,
     maxBatchMessages: config.maxBatchMessages ?? 500,
     maxBatchBytes: MAX_BATCH_BYTES,
+    maxPendingBytes: config.ingressMaxPendingBytes,
     onBatch: (records) => metrics.batchSize.observe(records),
   });
+  const metrics = createIngressMetrics(deps.metrics, () => producer.pendingBytes());
   try {
     await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
     const schemaId = await deps.registry.registerFile(`${topic}-value`, WEBHOOK_SCHEMA_FILE);
@@ -86,6 +99,7 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       metrics,
       encode: (record) => deps.registry.encode(schemaId, record),
       maxBodyBytes: config.ingressMaxBodyBytes,
+      maxPendingBytes: config.ingressMaxPendingBytes,
       token: config.ingressToken,
       isStopping,
     });
