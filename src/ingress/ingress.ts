@@ -106,7 +106,7 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     const tracked = trackInFlight(handler, inFlight);
     const tokenConfigured = config.ingressToken !== undefined;
     const app = buildApp(deps, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked);
-    const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0');
+    const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0', config);
     const port = (server.address() as AddressInfo).port;
     log.info('ingress listening', { port, topic, schemaId, tokenInPath: tokenConfigured });
 
@@ -179,10 +179,24 @@ function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): voi
   deps.health.addCheck('ingress.schema-registry', () => deps.registry.ping());
 }
 
-function listen(listener: RequestListener, port: number, host: string): Promise<Server> {
+type ServerLimits = Pick<IngressConfig, 'ingressMaxConnections' | 'ingressHeadersTimeoutMs' | 'ingressRequestTimeoutMs' | 'ingressKeepAliveTimeoutMs'>;
+
+function listen(listener: RequestListener, port: number, host: string, limits: ServerLimits): Promise<Server> {
   return new Promise((resolve, reject) => {
-    // A client that trickles its body cannot hold a connection (and a webhook) forever.
-    const server = createServer({ requestTimeout: 30_000 }, listener);
+    // A client that trickles its headers or body cannot hold a connection (and a webhook) for
+    // longer than these limits, and slow clients together cannot take every connection.
+    const server = createServer(
+      {
+        headersTimeout: limits.ingressHeadersTimeoutMs,
+        requestTimeout: limits.ingressRequestTimeoutMs,
+        keepAliveTimeout: limits.ingressKeepAliveTimeoutMs,
+        // Node checks the two time limits only this often (30 s by default), which would let a
+        // slow client overstay a short headers limit many times over.
+        connectionsCheckingInterval: Math.min(1000, limits.ingressHeadersTimeoutMs),
+      },
+      listener,
+    );
+    server.maxConnections = limits.ingressMaxConnections;
     server.once('error', (err: NodeJS.ErrnoException) => {
       // The operator's to fix: say which variable, in one line.
       if (err.code === 'EADDRINUSE' || err.code === 'EACCES') reject(new ConfigError('INGRESS_PORT', `cannot listen on ${host}:${port} (${err.code}); choose another port`));
