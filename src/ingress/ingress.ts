@@ -9,7 +9,7 @@ import type { Health } from '../health.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
-import { mountOpsRoutes } from '../ops-server.js';
+import { mountMetrics, mountPublicProbes, startOpsServer, type RunningOpsServer } from '../ops-server.js';
 import type { Registry } from '../registry/registry.js';
 import { createBatchProducer } from './batch-producer.js';
 import { createIngressMetrics } from './ingress-metrics.js';
@@ -55,6 +55,8 @@ export interface RunningIngress extends Running {
   port: number;
   /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** Base URL of the ops server (healthz, readyz with reasons, metrics), when OPS_PORT is set. */
+  opsUrl?: string;
 }
 
 /** Batches stay below the broker's default message.max.bytes (1 MiB) with room for framing. */
@@ -84,6 +86,7 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     onBatch: (records) => metrics.batchSize.observe(records),
   });
   const metrics = createIngressMetrics(deps.metrics, () => producer.pendingBytes());
+  let ops: RunningOpsServer | undefined;
   try {
     await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
     const schemaId = await deps.registry.registerFile(`${topic}-value`, WEBHOOK_SCHEMA_FILE);
@@ -105,10 +108,11 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     });
     const tracked = trackInFlight(handler, inFlight);
     const tokenConfigured = config.ingressToken !== undefined;
-    const app = buildApp(deps, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked);
+    const app = buildApp(deps, log, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked, config.opsPort === undefined);
+    if (config.opsPort !== undefined) ops = await startOps(deps, config.opsPort, config.host ?? '0.0.0.0');
     const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0', config);
     const port = (server.address() as AddressInfo).port;
-    log.info('ingress listening', { port, topic, schemaId, tokenInPath: tokenConfigured });
+    log.info('ingress listening', { port, opsPort: ops?.port, topic, schemaId, tokenInPath: tokenConfigured });
 
     const stop = async () => {
       stopping = true;
@@ -118,13 +122,15 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       // Every caller has its answer; what may still be in flight was answered 503 (timeout).
       await producer.drain(produceTimeoutMs);
       await closeServer(server);
+      await ops?.stop();
       await producer.disconnect();
       await admin.disconnect();
     };
     let stopped: Promise<void> | undefined;
     // Idempotent: a second call (a second signal, a test's cleanup) waits for the first.
-    return { port, url: `http://127.0.0.1:${port}`, stop: () => (stopped ??= stop()) };
+    return { port, url: `http://127.0.0.1:${port}`, ...(ops ? { opsUrl: `http://127.0.0.1:${ops.port}` } : {}), stop: () => (stopped ??= stop()) };
   } catch (err) {
+    await ops?.stop();
     await producer.disconnect().catch(() => undefined);
     await admin.disconnect();
     throw err;
@@ -147,12 +153,17 @@ function dispatch(app: Express, handler: WebhookHandler, tokenConfigured: boolea
   };
 }
 
-function buildApp(deps: IngressDeps, webhookPath: string, handler: WebhookHandler): Express {
+/**
+ * The public port: the webhooks, /healthz and a bare /readyz; /metrics too when there is no
+ * ops port (OPS_PORT), as a small deployment expects.
+ */
+function buildApp(deps: IngressDeps, log: Logger, webhookPath: string, handler: WebhookHandler, withMetrics: boolean): Express {
   const app = express();
   app.disable('x-powered-by');
   // An ETag is a hash of every answer: CPU spent on nothing (no answer here is ever cached).
   app.set('etag', false);
-  mountOpsRoutes(app, deps);
+  mountPublicProbes(app, deps, log);
+  if (withMetrics) mountMetrics(app, deps.metrics);
   app.post(webhookPath, (req, res) => handler(req, res, (req.params as { token?: string }).token));
   // Every other path: the same 404 as a wrong token, so probing reveals nothing.
   app.use((_req, res) => {
@@ -180,6 +191,16 @@ function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): voi
 }
 
 type ServerLimits = Pick<IngressConfig, 'ingressMaxConnections' | 'ingressHeadersTimeoutMs' | 'ingressRequestTimeoutMs' | 'ingressKeepAliveTimeoutMs'>;
+
+async function startOps(deps: IngressDeps, port: number, host: string): Promise<RunningOpsServer> {
+  try {
+    return await startOpsServer(port, deps, host);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') throw new ConfigError('OPS_PORT', `cannot listen on ${host}:${port} (${code}); choose another port`);
+    throw err;
+  }
+}
 
 function listen(listener: RequestListener, port: number, host: string, limits: ServerLimits): Promise<Server> {
   return new Promise((resolve, reject) => {
