@@ -250,6 +250,14 @@ export async function envWithDotenv(env: Env, dotenvPath: string): Promise<Env> 
   return { ...parseEnv(text), ...env };
 }
 
+/**
+ * True when `npx` / `npm exec` started this process. npm runs it under `sh -c`, and that shell
+ * does not pass a SIGTERM on: the process then stops when its parent exits (src/lifecycle.ts).
+ */
+export function startedByNpmExec(env: Env): boolean {
+  return env.npm_command === 'exec' || env.npm_lifecycle_event === 'npx';
+}
+
 /** Field names of the secret options, for the logger's redaction list. */
 export const SECRET_FIELDS: readonly string[] = Object.entries(options)
   .filter(([, o]) => (o as OptionSpec<unknown>).secret)

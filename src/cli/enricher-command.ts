@@ -9,7 +9,7 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
 import { createRegistry } from '../registry/registry.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 export function registerEnricher(program: Command): void {
@@ -44,6 +44,8 @@ export function registerEnricher(program: Command): void {
           },
         },
         log,
+        undefined,
+        stopOptions(),
       );
     });
 }

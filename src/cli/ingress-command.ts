@@ -7,7 +7,7 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { createRegistry } from '../registry/registry.js';
 import { environmentHelp } from './env-help.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 
 export function registerIngress(program: Command): void {
   program
@@ -22,6 +22,6 @@ export function registerIngress(program: Command): void {
       const registry = createRegistry(config.schemaRegistryUrl);
       const running = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, config);
       console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressToken ? '/<INGRESS_TOKEN>' : ''})`);
-      process.exitCode = await stopOnSignal(running, log);
+      process.exitCode = await stopOnSignal(running, log, undefined, stopOptions());
     });
 }

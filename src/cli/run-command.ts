@@ -8,7 +8,7 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startPipeline } from '../pipeline.js';
 import { createRegistry } from '../registry/registry.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 export function registerRun(program: Command): void {
@@ -40,6 +40,8 @@ export function registerRun(program: Command): void {
           },
         },
         log,
+        undefined,
+        stopOptions(),
       );
     });
 }

@@ -6,7 +6,7 @@ import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
 import { sinkGroupId, startSink } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 
 export function registerSink(program: Command): void {
   program
@@ -40,6 +40,8 @@ export function registerSink(program: Command): void {
           },
         },
         log,
+        undefined,
+        stopOptions(),
       );
     });
 }
