@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestIngress, type TestIngress } from '../integration/ingress-harness.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -10,6 +12,18 @@ import { nativeKafka, startPrivateKafka, type PrivateService } from './private-s
  */
 const MAX_PENDING = 32 * 1024;
 const PAD = 'x'.repeat(1000);
+/** Webhooks sent past the bound to measure memory: 1500 of 8 KB, 12 MB that must not be kept. */
+const FLOOD = 1500;
+const BIG_PAD = 'y'.repeat(8000);
+
+// A full collection before each reading, so the figures are what is retained, not garbage.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const retainedBytes = () => {
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
 
 let broker: PrivateService | undefined;
 let t: TestIngress | undefined;
@@ -61,6 +75,17 @@ describe.skipIf(!nativeKafka)('ingress: bytes waiting for an unresponsive broker
       const pending = await pendingBytes(ingress);
       expect(pending).toBeGreaterThan(0);
       expect(pending).toBeLessThanOrEqual(MAX_PENDING);
+
+      // Many more while the broker is still paused: every one refused, none kept in memory.
+      const before = retainedBytes();
+      for (let sent = 0; sent < FLOOD; sent += 50) {
+        const batch = await Promise.all(Array.from({ length: 50 }, (_, i) => ingress.post({ Event: 'ContractChanged', ContractId: `f-${sent + i}`, Note: BIG_PAD })));
+        for (const a of batch) expect(a.status).toBe(503);
+      }
+      const grown = retainedBytes() - before;
+      expect(await pendingBytes(ingress)).toBeLessThanOrEqual(MAX_PENDING);
+      // 12 MB of webhooks went through; what stays is far below that (client and server together).
+      expect(grown, `retained ${grown} bytes more after ${FLOOD} refused webhooks of 8 KB`).toBeLessThan(4 * 1024 * 1024);
     } finally {
       process.kill(pid, 'SIGCONT');
     }
