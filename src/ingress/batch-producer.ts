@@ -19,7 +19,8 @@ export interface BatchProducerOptions {
   maxBatchBytes: number;
   /**
    * Most value+key bytes held at once for records not yet acknowledged (queued or in flight);
-   * a `send` past it rejects at once with PendingLimitError instead of queueing.
+   * a `send` past it rejects at once with PendingLimitError instead of queueing. One record is
+   * always taken when nothing is pending, however large.
    */
   maxPendingBytes: number;
   /** Called once per produce request with its size. */
@@ -177,7 +178,9 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
     send(record) {
       return new Promise<void>((resolve, reject) => {
         const bytes = record.value.length + Buffer.byteLength(record.key);
-        if (pendingBytes + bytes > options.maxPendingBytes) {
+        // A record larger than the whole bound is still taken when nothing else waits: refusing
+        // it would refuse it forever, and its sender would retry it forever.
+        if (pendingBytes > 0 && pendingBytes + bytes > options.maxPendingBytes) {
           reject(new PendingLimitError(options.maxPendingBytes));
           return;
         }
