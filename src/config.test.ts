@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './errors.js';
 import { Writable } from 'node:stream';
-import { SECRET_FIELDS, describeOptions, loadConfig, requireBillingApi, withoutPassword } from './config.js';
+import { SECRET_FIELDS, describeOptions, loadConfig, migrateDatabaseUrl, requireBillingApi, withoutPassword } from './config.js';
 import { createLogger } from './log.js';
 
 describe('loadConfig', () => {
@@ -32,7 +32,7 @@ describe('loadConfig', () => {
 
   it('never echoes a secret value in an error, and the logger redacts every secret option', async () => {
     expect(() => loadConfig({ INGRESS_TOKEN: 'sh!' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
-    const c = loadConfig({ BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d', INGRESS_TOKEN: 'token-value-0123456789' });
+    const c = loadConfig({ BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d', MIGRATE_DATABASE_URL: 'postgres://o:pw-value@h:5432/d', INGRESS_TOKEN: 'token-value-0123456789' });
     expect({ ...c, topicPrefix: 'x' }.databaseUrl).toBe('postgres://u:pw-value@h:5432/d'); // survives spreading
     let written = '';
     const sink = new Writable({ write: (chunk: Buffer, _enc, done) => { written += chunk.toString(); done(); } });
@@ -49,6 +49,15 @@ describe('loadConfig', () => {
     expect(() => requireBillingApi(c)).toThrow(/^BILLING_CLIENT_SECRET: required/);
     const ok = requireBillingApi(loadConfig({ BILLING_API_URL: 'http://api/', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's' }));
     expect(ok).toMatchObject({ apiUrl: 'http://api', grant: { kind: 'client_credentials' } });
+  });
+
+  it('takes the owner login for DDL from MIGRATE_DATABASE_URL, else DATABASE_URL', () => {
+    expect(migrateDatabaseUrl(loadConfig({ DATABASE_URL: 'postgres://w@h/d' }))).toBe('postgres://w@h/d');
+    expect(migrateDatabaseUrl(loadConfig({ DATABASE_URL: 'postgres://w@h/d', MIGRATE_DATABASE_URL: 'postgres://o@h/d' }))).toBe('postgres://o@h/d');
+  });
+
+  it('refuses a headers time limit longer than the request time limit', () => {
+    expect(() => loadConfig({ INGRESS_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/^INGRESS_HEADERS_TIMEOUT_MS: must not exceed INGRESS_REQUEST_TIMEOUT_MS/);
   });
 
   it('refuses both grants at once', () => {

@@ -120,6 +120,7 @@ export const options = {
   kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(c.stack.KAFKA_BROKERS), parse: brokers }),
   schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => c.stack.SCHEMA_REGISTRY_URL, parse: url }),
   databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => c.stack.DATABASE_URL, parse: postgresUrl, secret: true }),
+  migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
   billingApiUrl: optional({ env: 'BILLING_API_URL', description: "the billing service's {base_url}; the loader appends /api/v1/ (required by enricher, backfill)", parse: url }),
@@ -144,6 +145,12 @@ export const options = {
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
   ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
+  ingressMaxPendingBytes: defaulted({ env: 'INGRESS_MAX_PENDING_BYTES', description: 'most bytes of accepted webhooks waiting for the Kafka ack at once; past it new webhooks get 503 at once', defaultText: '16777216', default: () => 16 * 1024 * 1024, parse: positiveInt }),
+  ingressMaxConnections: defaulted({ env: 'INGRESS_MAX_CONNECTIONS', description: 'most open client connections to the ingress port; more are closed at once', defaultText: '1024', default: () => 1024, parse: positiveInt }),
+  ingressHeadersTimeoutMs: defaulted({ env: 'INGRESS_HEADERS_TIMEOUT_MS', description: "time limit for a request's headers, in milliseconds (then 408 and the connection is closed)", defaultText: '10000', default: () => 10_000, parse: positiveInt }),
+  ingressRequestTimeoutMs: defaulted({ env: 'INGRESS_REQUEST_TIMEOUT_MS', description: 'time limit for a whole request, headers and body, in milliseconds (at least INGRESS_HEADERS_TIMEOUT_MS)', defaultText: '30000', default: () => 30_000, parse: positiveInt }),
+  ingressKeepAliveTimeoutMs: defaulted({ env: 'INGRESS_KEEP_ALIVE_TIMEOUT_MS', description: 'how long an idle keep-alive connection stays open, in milliseconds', defaultText: '5000', default: () => 5000, parse: positiveInt }),
+  opsPort: optional({ env: 'OPS_PORT', description: 'port of /healthz, /readyz with reasons and /metrics; when set, the ingress port keeps only the webhooks, /healthz and a bare /readyz, and the enricher or sink run alone serve on it instead of ENRICHER_PORT or SINK_PORT', parse: port }),
   enricherCoalesceMs: defaulted({ env: 'ENRICHER_COALESCE_MS', description: 'longest wait, in milliseconds, for more fetch requests before the enricher reads a batch: requests for one resource within it share one fetch (0: read at once)', defaultText: '150', default: () => 150, parse: nonNegativeInt }),
   enricherNotFoundWindowMs: defaulted({ env: 'ENRICHER_NOT_FOUND_WINDOW_MS', description: 'how long, in milliseconds, a resource the loader has never seen is read again while the API answers 404 (read-after-write lag) before it is given up to the DLQ', defaultText: '300000', default: () => 300_000, parse: nonNegativeInt }),
   enricherGoneConfirmMs: defaulted({ env: 'ENRICHER_GONE_CONFIRM_MS', description: 'wait, in milliseconds, before the second read that confirms a 404 of a resource with versions (only then is a deletion version written)', defaultText: '10000', default: () => 10_000, parse: nonNegativeInt }),
@@ -199,6 +206,7 @@ function checkCrossFields(c: Config): void {
   if (c.billingClientSecret && c.billingPassword) {
     throw new ConfigError('BILLING_PASSWORD', 'set either BILLING_CLIENT_SECRET (client credentials) or BILLING_USERNAME/BILLING_PASSWORD (password grant), not both');
   }
+  if (c.ingressHeadersTimeoutMs > c.ingressRequestTimeoutMs) throw new ConfigError('INGRESS_HEADERS_TIMEOUT_MS', `must not exceed INGRESS_REQUEST_TIMEOUT_MS (${c.ingressRequestTimeoutMs})`);
   if (c.billingPassword && !c.billingUsername) throw new ConfigError('BILLING_USERNAME', 'required with BILLING_PASSWORD (password grant)');
 }
 
@@ -222,6 +230,11 @@ export function requireBillingApi(c: Config): {
   return { apiUrl, authUrl, clientId, grant: { kind: 'client_credentials', clientSecret: need(c.billingClientSecret, 'BILLING_CLIENT_SECRET') } };
 }
 
+/** The owner's connection string, for DDL (migrate, the fresh schema of a rebuild). */
+export function migrateDatabaseUrl(c: Config): string {
+  return c.migrateDatabaseUrl ?? c.databaseUrl;
+}
+
 /** Rows for `--help` and the README: variable, description, default. */
 export function describeOptions(): { env: string; description: string; default: string }[] {
   return Object.values(options).map((o: OptionSpec<unknown>) => ({ env: o.env, description: o.description, default: o.defaultText ?? 'none' }));
@@ -238,6 +251,14 @@ export async function envWithDotenv(env: Env, dotenvPath: string): Promise<Env> 
     return env;
   }
   return { ...parseEnv(text), ...env };
+}
+
+/**
+ * True when `npx` / `npm exec` started this process. npm runs it under `sh -c`, and that shell
+ * does not pass a SIGTERM on: the process then stops when its parent exits (src/lifecycle.ts).
+ */
+export function startedByNpmExec(env: Env): boolean {
+  return env.npm_command === 'exec' || env.npm_lifecycle_event === 'npx';
 }
 
 /** Field names of the secret options, for the logger's redaction list. */

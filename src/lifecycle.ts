@@ -6,14 +6,17 @@ export interface Running {
 }
 
 /**
- * Runs until SIGTERM or SIGINT, then calls `stop` once. If stopping takes longer than
+ * Runs until SIGTERM or SIGINT (or, with `stopWhenOrphaned`, until its parent process exits),
+ * then calls `stop` once. If stopping takes longer than
  * `graceMs`, the process exits non-zero anyway (the orchestrator would SIGKILL it soon after;
  * exiting ourselves says so in the log first). A second signal exits at once.
  */
-export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000): Promise<number> {
+export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, options: { stopWhenOrphaned?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
     let stopping = false;
-    const onSignal = (signal: NodeJS.Signals) => {
+    let orphanWatch: NodeJS.Timeout | undefined;
+    const onSignal = (signal: NodeJS.Signals | 'parent-exited') => {
+      clearInterval(orphanWatch);
       if (stopping) {
         log.warn('second signal, exiting without waiting', { signal });
         process.exit(130);
@@ -40,5 +43,15 @@ export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000): P
     };
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
+    if (options.stopWhenOrphaned) {
+      // `npx billing-loader` runs the loader under `sh -c`: npm passes a SIGTERM on to that shell,
+      // which dies of it without passing it on, and the loader would run on, reparented. Its
+      // parent changing is then the only sign of the stop it was sent.
+      const parent = process.ppid;
+      orphanWatch = setInterval(() => {
+        if (process.ppid !== parent) onSignal('parent-exited');
+      }, 250);
+      orphanWatch.unref();
+    }
   });
 }

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { envWithDotenv, loadConfig, type Config, type Env } from '../config.js';
+import { envWithDotenv, loadConfig, startedByNpmExec, type Config, type Env } from '../config.js';
 import { applyHeapGrowth } from '../heap-growth.js';
 
 /** What a CLI command reads its settings from: the environment, over a `.env` file in the working folder if there is one. */
@@ -15,4 +15,9 @@ export async function cliConfig(env?: Env): Promise<Config> {
   const config = loadConfig(env ?? (await cliEnvironment()));
   applyHeapGrowth(config.heapGrowthPercent);
   return config;
+}
+
+/** How a long-running command waits for its stop (see stopOnSignal). */
+export function stopOptions(): { stopWhenOrphaned: boolean } {
+  return { stopWhenOrphaned: startedByNpmExec(process.env) };
 }

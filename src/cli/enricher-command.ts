@@ -9,7 +9,7 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
 import { createRegistry } from '../registry/registry.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 export function registerEnricher(program: Command): void {
@@ -20,7 +20,7 @@ export function registerEnricher(program: Command): void {
       'after',
       environmentHelp([
         'KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL', 'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET',
-        'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND', 'BILLING_API_MAX_CONCURRENCY', 'ENRICHER_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
+        'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND', 'BILLING_API_MAX_CONCURRENCY', 'ENRICHER_PORT', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
       ]),
     )
     .action(async () => {
@@ -30,10 +30,11 @@ export function registerEnricher(program: Command): void {
       const metrics = createMetrics();
       const health = createHealth();
       const api = createBillingApiClient({ ...apiOptions, logger: log, registry: metrics });
-      const ops = await startOpsServer(config.enricherPort, { health, metrics });
+      const opsPort = config.opsPort ?? config.enricherPort;
+      const ops = await startOpsServer(opsPort, { health, metrics });
       const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-enricher', log });
       const enricher = await startEnricher({ kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics, health }, config);
-      log.info('enricher ready', { opsPort: config.enricherPort });
+      log.info('enricher ready', { opsPort });
       process.exitCode = await stopOnSignal(
         {
           async stop() {
@@ -43,6 +44,8 @@ export function registerEnricher(program: Command): void {
           },
         },
         log,
+        undefined,
+        stopOptions(),
       );
     });
 }

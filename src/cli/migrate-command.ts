@@ -4,16 +4,17 @@ import { createPool } from '../db/pool.js';
 import { createLogger } from '../log.js';
 import { environmentHelp } from './env-help.js';
 import { cliConfig } from './cli-config.js';
+import { migrateDatabaseUrl } from '../config.js';
 
 export function registerMigrate(program: Command): void {
   program
     .command('migrate')
-    .description('apply the SQL files in migrations/ in order; safe to run concurrently and repeatedly')
-    .addHelpText('after', environmentHelp(['DATABASE_URL', 'DATABASE_SCHEMA', 'LOG_LEVEL']))
+    .description('apply the SQL files in migrations/ in order, as the owner login (MIGRATE_DATABASE_URL, else DATABASE_URL); safe to run concurrently and repeatedly')
+    .addHelpText('after', environmentHelp(['MIGRATE_DATABASE_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'LOG_LEVEL']))
     .action(async () => {
       const config = await cliConfig();
       const log = createLogger(config.logLevel).child({ component: 'migrate' });
-      const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader migrate', log, max: 1 });
+      const pool = createPool({ databaseUrl: migrateDatabaseUrl(config), applicationName: 'billing-loader migrate', log, max: 1 });
       try {
         const result = await migrate(pool, { schema: config.databaseSchema, log });
         console.error(`migrate: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied (schema ${config.databaseSchema})`);

@@ -11,6 +11,7 @@ import { rebuildWarehouse } from '../sink/rebuild.js';
 import { sinkGroupId } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
 import { cliConfig } from './cli-config.js';
+import { migrateDatabaseUrl } from '../config.js';
 
 interface ReplayOptions {
   group: 'sink' | 'enricher';
@@ -46,7 +47,7 @@ export function registerReplay(program: Command): void {
     .option('--dry-run', 'print what would move (or be rebuilt) and change nothing')
     .addHelpText(
       'after',
-      environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'SINK_GROUP_ID', 'LOG_LEVEL']) +
+      environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'MIGRATE_DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'SINK_GROUP_ID', 'LOG_LEVEL']) +
         '\n\nThe group must have no active member (stop the component first). Moves are printed on stdout as\n"<topic> <partition> <from> -> <to>"; progress goes to stderr. Examples:\n' +
         '  billing-loader replay --group sink --to-beginning --dry-run\n' +
         '  billing-loader replay --group enricher --to-timestamp 2025-03-01T00:00:00Z\n' +
@@ -81,7 +82,8 @@ export function registerReplay(program: Command): void {
           }
           return;
         }
-        const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader replay --rebuild', log, max: 4 });
+        // The rebuild creates, renames and drops schemas: the owner's DDL, so the owner's login.
+        const pool = createPool({ databaseUrl: migrateDatabaseUrl(config), applicationName: 'billing-loader replay --rebuild', log, max: 4 });
         try {
           const started = Date.now();
           const report = await rebuildWarehouse(

@@ -8,19 +8,19 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startPipeline } from '../pipeline.js';
 import { createRegistry } from '../registry/registry.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 export function registerRun(program: Command): void {
   program
     .command('run')
-    .description('ingress, enricher and sink in one process (small deployments, the demo), until SIGTERM/SIGINT; health and metrics on the ingress port')
+    .description('ingress, enricher and sink in one process (small deployments, the demo), until SIGTERM/SIGINT; health and metrics on the ingress port, or on OPS_PORT when set')
     .addHelpText(
       'after',
       environmentHelp([
         'KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL',
         'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET', 'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND',
-        'INGRESS_PORT', 'INGRESS_TOKEN', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
+        'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_PENDING_BYTES', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
       ]),
     )
     .action(async () => {
@@ -40,6 +40,8 @@ export function registerRun(program: Command): void {
           },
         },
         log,
+        undefined,
+        stopOptions(),
       );
     });
 }

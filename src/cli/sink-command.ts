@@ -6,7 +6,7 @@ import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
 import { sinkGroupId, startSink } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
-import { cliConfig } from './cli-config.js';
+import { cliConfig, stopOptions } from './cli-config.js';
 
 export function registerSink(program: Command): void {
   program
@@ -14,15 +14,16 @@ export function registerSink(program: Command): void {
     .description('append <prefix>.snapshots and <prefix>.webhooks to the warehouse until SIGTERM/SIGINT (run `migrate` first)')
     .addHelpText(
       'after',
-      environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'SINK_GROUP_ID', 'SINK_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT']) +
-        '\n\nServes GET /healthz, /readyz and /metrics on SINK_PORT. Records that cannot be decoded or are refused go to\n<prefix>.snapshots.dlq or <prefix>.webhooks.dlq (the one matching their topic).',
+      environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'SINK_GROUP_ID', 'SINK_PORT', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT']) +
+        '\n\nServes GET /healthz, /readyz and /metrics on OPS_PORT, else SINK_PORT. Records that cannot be decoded or are refused go to\n<prefix>.snapshots.dlq or <prefix>.webhooks.dlq (the one matching their topic).',
     )
     .action(async () => {
       const config = await cliConfig();
       const log = createLogger(config.logLevel);
       const health = createHealth();
       const metrics = createMetrics();
-      const ops = await startOpsServer(config.sinkPort, { health, metrics });
+      const opsPort = config.opsPort ?? config.sinkPort;
+      const ops = await startOpsServer(opsPort, { health, metrics });
       let sink;
       try {
         sink = await startSink({ log, metrics, health }, config);
@@ -30,7 +31,7 @@ export function registerSink(program: Command): void {
         await ops.stop();
         throw err;
       }
-      console.error(`sink: consuming as group ${sinkGroupId(config)} into schema ${config.databaseSchema}; ops on :${config.sinkPort}`);
+      console.error(`sink: consuming as group ${sinkGroupId(config)} into schema ${config.databaseSchema}; ops on :${opsPort}`);
       process.exitCode = await stopOnSignal(
         {
           async stop() {
@@ -39,6 +40,8 @@ export function registerSink(program: Command): void {
           },
         },
         log,
+        undefined,
+        stopOptions(),
       );
     });
 }

@@ -17,6 +17,12 @@ export interface BatchProducerOptions {
   /** Largest batch, in records and in value+key bytes (the broker refuses batches over message.max.bytes, 1 MiB by default). */
   maxBatchMessages: number;
   maxBatchBytes: number;
+  /**
+   * Most value+key bytes held at once for records not yet acknowledged (queued or in flight);
+   * a `send` past it rejects at once with PendingLimitError instead of queueing. One record is
+   * always taken when nothing is pending, however large.
+   */
+  maxPendingBytes: number;
   /** Called once per produce request with its size. */
   onBatch?: (records: number) => void;
 }
@@ -35,6 +41,8 @@ export interface KeyedValue {
 export interface BatchProducer {
   connect(): Promise<void>;
   send(record: KeyedValue): Promise<void>;
+  /** Value+key bytes of the records held until the broker acknowledges them (or they are dropped). */
+  pendingBytes(): number;
   /** Waits for the queued records and the produce request in flight, at most `maxWaitMs`. */
   drain(maxWaitMs: number): Promise<void>;
   disconnect(): Promise<void>;
@@ -47,10 +55,21 @@ export class ProduceTimeoutError extends LoaderError {
   }
 }
 
+/** Too many bytes already wait for the broker: the record was not queued, nothing was written. */
+export class PendingLimitError extends LoaderError {
+  constructor(maxPendingBytes: number) {
+    super(`too many webhooks are waiting for Kafka (over ${maxPendingBytes} bytes)`, { retriable: true });
+  }
+}
+
 interface Pending {
   record: KeyedValue;
   bytes: number;
   settled: boolean;
+  /** Part of the produce request in flight (its bytes stay held until that request ends). */
+  sending: boolean;
+  /** Its bytes no longer count as pending. */
+  released: boolean;
   resolve(): void;
   reject(err: unknown): void;
   timer?: NodeJS.Timeout;
@@ -69,6 +88,13 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
   let inFlight: Promise<void> | undefined;
   let flushTimer: NodeJS.Timeout | undefined;
   let flushScheduled = false;
+  let pendingBytes = 0;
+
+  const release = (p: Pending) => {
+    if (p.released) return;
+    p.released = true;
+    pendingBytes -= p.bytes;
+  };
 
   const settle = (p: Pending, err?: unknown) => {
     if (p.settled) return;
@@ -101,7 +127,9 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
       bytes += next.bytes;
       count++;
     }
-    return queue.splice(0, count);
+    const batch = queue.splice(0, count);
+    for (const p of batch) p.sending = true;
+    return batch;
   };
 
   const flush = () => {
@@ -129,6 +157,8 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
       connected = false;
       const failure = new LoaderError(`Kafka write failed: ${errorMessage(err)}`, { retriable: true, cause: err });
       for (const p of batch) settle(p, failure);
+    } finally {
+      for (const p of batch) release(p);
     }
   };
 
@@ -147,12 +177,30 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
     },
     send(record) {
       return new Promise<void>((resolve, reject) => {
-        const pending: Pending = { record, bytes: record.value.length + Buffer.byteLength(record.key), settled: false, resolve, reject };
-        pending.timer = setTimeout(() => settle(pending, new ProduceTimeoutError(options.timeoutMs)), options.timeoutMs);
+        const bytes = record.value.length + Buffer.byteLength(record.key);
+        // A record larger than the whole bound is still taken when nothing else waits: refusing
+        // it would refuse it forever, and its sender would retry it forever.
+        if (pendingBytes > 0 && pendingBytes + bytes > options.maxPendingBytes) {
+          reject(new PendingLimitError(options.maxPendingBytes));
+          return;
+        }
+        const pending: Pending = { record, bytes, settled: false, sending: false, released: false, resolve, reject };
+        pendingBytes += bytes;
+        pending.timer = setTimeout(() => {
+          settle(pending, new ProduceTimeoutError(options.timeoutMs));
+          // A queued record given up on is never written: free it now, not at the next batch, which
+          // a broker that stopped answering may hold back indefinitely. Records time out in the
+          // order they were queued, so the given-up ones sit at the head of the queue. One in
+          // flight stays in memory until its request ends.
+          if (pending.sending) return;
+          release(pending);
+          while (queue[0]?.settled) queue.shift();
+        }, options.timeoutMs);
         queue.push(pending);
         schedule();
       });
     },
+    pendingBytes: () => pendingBytes,
     async drain(maxWaitMs) {
       const deadline = Date.now() + maxWaitMs;
       while ((inFlight || queue.some((p) => !p.settled)) && Date.now() < deadline) {
@@ -162,7 +210,10 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
     },
     async disconnect() {
       if (flushTimer) clearTimeout(flushTimer);
-      for (const p of queue) settle(p, new LoaderError('the producer was closed before this record was sent', { retriable: true }));
+      for (const p of queue) {
+        settle(p, new LoaderError('the producer was closed before this record was sent', { retriable: true }));
+        release(p);
+      }
       queue = [];
       await producer.disconnect();
     },

@@ -10,11 +10,13 @@ export interface IngressMetrics {
   batchSize: Histogram;
   inFlight: Gauge;
   receivedBytes: Counter;
+  /** Value+key bytes of accepted webhooks not yet acknowledged by the broker (read when scraped). */
+  pendingBytes: Gauge;
 }
 
 const PREFIX = 'billing_loader_ingress_';
 
-export function createIngressMetrics(registry: Registry): IngressMetrics {
+export function createIngressMetrics(registry: Registry, pendingBytes: () => number): IngressMetrics {
   const registers = [registry];
   return {
     requests: new Counter({ name: `${PREFIX}requests_total`, help: 'POST /webhooks answers by HTTP status', labelNames: ['status'], registers }),
@@ -28,5 +30,13 @@ export function createIngressMetrics(registry: Registry): IngressMetrics {
     batchSize: new Histogram({ name: `${PREFIX}produce_batch_size`, help: 'records per Kafka produce request', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers }),
     inFlight: new Gauge({ name: `${PREFIX}in_flight_requests`, help: 'POST /webhooks requests being handled', registers }),
     receivedBytes: new Counter({ name: `${PREFIX}received_bytes_total`, help: 'webhook body bytes read', registers }),
+    pendingBytes: new Gauge({
+      name: `${PREFIX}pending_bytes`,
+      help: 'bytes of accepted webhooks waiting for the Kafka ack (bounded by INGRESS_MAX_PENDING_BYTES)',
+      registers,
+      collect() {
+        this.set(pendingBytes());
+      },
+    }),
   };
 }

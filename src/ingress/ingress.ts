@@ -9,7 +9,7 @@ import type { Health } from '../health.js';
 import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
-import { mountOpsRoutes } from '../ops-server.js';
+import { mountMetrics, mountPublicProbes, startOpsServer, type RunningOpsServer } from '../ops-server.js';
 import type { Registry } from '../registry/registry.js';
 import { createBatchProducer } from './batch-producer.js';
 import { createIngressMetrics } from './ingress-metrics.js';
@@ -27,7 +27,19 @@ export interface IngressDeps {
 }
 
 /** The configuration the ingress reads, plus tuning knobs that have sound defaults. */
-export type IngressConfig = Pick<Config, 'topicPrefix' | 'ingressPort' | 'ingressToken' | 'ingressMaxBodyBytes'> & {
+export type IngressConfig = Pick<
+  Config,
+  | 'topicPrefix'
+  | 'ingressPort'
+  | 'ingressToken'
+  | 'ingressMaxBodyBytes'
+  | 'ingressMaxPendingBytes'
+  | 'ingressMaxConnections'
+  | 'ingressHeadersTimeoutMs'
+  | 'ingressRequestTimeoutMs'
+  | 'ingressKeepAliveTimeoutMs'
+  | 'opsPort'
+> & {
   /** Interface to listen on. Default 0.0.0.0. */
   host?: string;
   /** Longest wait for the broker's ack before answering 503, in ms. Default 5000. */
@@ -43,6 +55,8 @@ export interface RunningIngress extends Running {
   port: number;
   /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** Base URL of the ops server (healthz, readyz with reasons, metrics), when OPS_PORT is set. */
+  opsUrl?: string;
 }
 
 /** Batches stay below the broker's default message.max.bytes (1 MiB) with room for framing. */
@@ -57,7 +71,6 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
   const log = deps.log.child({ component: 'ingress' });
   const topic = topicNames(config.topicPrefix).webhooks;
   const produceTimeoutMs = config.produceTimeoutMs ?? 5000;
-  const metrics = createIngressMetrics(deps.metrics);
 
   const admin = deps.kafka.admin();
   await admin.connect();
@@ -69,8 +82,11 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     lingerMs: config.lingerMs ?? 0,
     maxBatchMessages: config.maxBatchMessages ?? 500,
     maxBatchBytes: MAX_BATCH_BYTES,
+    maxPendingBytes: config.ingressMaxPendingBytes,
     onBatch: (records) => metrics.batchSize.observe(records),
   });
+  const metrics = createIngressMetrics(deps.metrics, () => producer.pendingBytes());
+  let ops: RunningOpsServer | undefined;
   try {
     await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
     const schemaId = await deps.registry.registerFile(`${topic}-value`, WEBHOOK_SCHEMA_FILE);
@@ -86,15 +102,17 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       metrics,
       encode: (record) => deps.registry.encode(schemaId, record),
       maxBodyBytes: config.ingressMaxBodyBytes,
+      maxPendingBytes: config.ingressMaxPendingBytes,
       token: config.ingressToken,
       isStopping,
     });
     const tracked = trackInFlight(handler, inFlight);
     const tokenConfigured = config.ingressToken !== undefined;
-    const app = buildApp(deps, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked);
-    const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0');
+    const app = buildApp(deps, log, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked, config.opsPort === undefined);
+    if (config.opsPort !== undefined) ops = await startOps(deps, config.opsPort, config.host ?? '0.0.0.0');
+    const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0', config);
     const port = (server.address() as AddressInfo).port;
-    log.info('ingress listening', { port, topic, schemaId, tokenInPath: tokenConfigured });
+    log.info('ingress listening', { port, opsPort: ops?.port, topic, schemaId, tokenInPath: tokenConfigured });
 
     const stop = async () => {
       stopping = true;
@@ -104,13 +122,15 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       // Every caller has its answer; what may still be in flight was answered 503 (timeout).
       await producer.drain(produceTimeoutMs);
       await closeServer(server);
+      await ops?.stop();
       await producer.disconnect();
       await admin.disconnect();
     };
     let stopped: Promise<void> | undefined;
     // Idempotent: a second call (a second signal, a test's cleanup) waits for the first.
-    return { port, url: `http://127.0.0.1:${port}`, stop: () => (stopped ??= stop()) };
+    return { port, url: `http://127.0.0.1:${port}`, ...(ops ? { opsUrl: `http://127.0.0.1:${ops.port}` } : {}), stop: () => (stopped ??= stop()) };
   } catch (err) {
+    await ops?.stop();
     await producer.disconnect().catch(() => undefined);
     await admin.disconnect();
     throw err;
@@ -133,12 +153,17 @@ function dispatch(app: Express, handler: WebhookHandler, tokenConfigured: boolea
   };
 }
 
-function buildApp(deps: IngressDeps, webhookPath: string, handler: WebhookHandler): Express {
+/**
+ * The public port: the webhooks, /healthz and a bare /readyz; /metrics too when there is no
+ * ops port (OPS_PORT), as a small deployment expects.
+ */
+function buildApp(deps: IngressDeps, log: Logger, webhookPath: string, handler: WebhookHandler, withMetrics: boolean): Express {
   const app = express();
   app.disable('x-powered-by');
   // An ETag is a hash of every answer: CPU spent on nothing (no answer here is ever cached).
   app.set('etag', false);
-  mountOpsRoutes(app, deps);
+  mountPublicProbes(app, deps, log);
+  if (withMetrics) mountMetrics(app, deps.metrics);
   app.post(webhookPath, (req, res) => handler(req, res, (req.params as { token?: string }).token));
   // Every other path: the same 404 as a wrong token, so probing reveals nothing.
   app.use((_req, res) => {
@@ -165,10 +190,34 @@ function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): voi
   deps.health.addCheck('ingress.schema-registry', () => deps.registry.ping());
 }
 
-function listen(listener: RequestListener, port: number, host: string): Promise<Server> {
+type ServerLimits = Pick<IngressConfig, 'ingressMaxConnections' | 'ingressHeadersTimeoutMs' | 'ingressRequestTimeoutMs' | 'ingressKeepAliveTimeoutMs'>;
+
+async function startOps(deps: IngressDeps, port: number, host: string): Promise<RunningOpsServer> {
+  try {
+    return await startOpsServer(port, deps, host);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') throw new ConfigError('OPS_PORT', `cannot listen on ${host}:${port} (${code}); choose another port`);
+    throw err;
+  }
+}
+
+function listen(listener: RequestListener, port: number, host: string, limits: ServerLimits): Promise<Server> {
   return new Promise((resolve, reject) => {
-    // A client that trickles its body cannot hold a connection (and a webhook) forever.
-    const server = createServer({ requestTimeout: 30_000 }, listener);
+    // A client that trickles its headers or body cannot hold a connection (and a webhook) for
+    // longer than these limits, and slow clients together cannot take every connection.
+    const server = createServer(
+      {
+        headersTimeout: limits.ingressHeadersTimeoutMs,
+        requestTimeout: limits.ingressRequestTimeoutMs,
+        keepAliveTimeout: limits.ingressKeepAliveTimeoutMs,
+        // Node checks the two time limits only this often (30 s by default), which would let a
+        // slow client overstay a short headers limit many times over.
+        connectionsCheckingInterval: Math.min(1000, limits.ingressHeadersTimeoutMs),
+      },
+      listener,
+    );
+    server.maxConnections = limits.ingressMaxConnections;
     server.once('error', (err: NodeJS.ErrnoException) => {
       // The operator's to fix: say which variable, in one line.
       if (err.code === 'EADDRINUSE' || err.code === 'EACCES') reject(new ConfigError('INGRESS_PORT', `cannot listen on ${host}:${port} (${err.code}); choose another port`));

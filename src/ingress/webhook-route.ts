@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { ProduceTimeoutError, type BatchProducer } from './batch-producer.js';
+import { PendingLimitError, ProduceTimeoutError, type BatchProducer } from './batch-producer.js';
 import type { IngressMetrics } from './ingress-metrics.js';
 import { parseWebhook } from './parse-webhook.js';
 import { readBody } from './read-body.js';
@@ -17,6 +17,8 @@ export interface WebhookRouteDeps {
   encode(record: WebhookRecord): Promise<Buffer>;
   metrics: IngressMetrics;
   maxBodyBytes: number;
+  /** INGRESS_MAX_PENDING_BYTES: once the producer holds this much, a webhook is refused before its body is read. */
+  maxPendingBytes: number;
   /** The secret path segment, when configured; the route then has a `:token` parameter. */
   token: string | undefined;
   /** True once shutdown began: new webhooks get 503 so the sender retries elsewhere or later. */
@@ -59,10 +61,22 @@ export function webhookHandler(deps: WebhookRouteDeps): WebhookHandler {
     }
   };
 
+  function refuseOverBound(res: ServerResponse): void {
+    // The sender retries (spec 6.1); memory stays bounded while the broker does not answer.
+    res.setHeader('Retry-After', '1');
+    reply(res, 503, { error: `${new PendingLimitError(deps.maxPendingBytes).message}; retry later` });
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse, givenToken: string | undefined): Promise<void> {
     if (tokenMatches && !tokenMatches(givenToken ?? '')) return reply(res, 404, { error: 'not found' });
     if (deps.isStopping()) return reply(res, 503, { error: 'the ingress is shutting down; retry later' });
     if (!isJsonContentType(req.headers['content-type'])) return reply(res, 415, { error: 'Content-Type must be application/json (UTF-8)' });
+    if (deps.producer.pendingBytes() >= deps.maxPendingBytes) {
+      // The body is not worth reading: close the connection after the answer.
+      res.setHeader('Connection', 'close');
+      req.resume();
+      return refuseOverBound(res);
+    }
 
     let read;
     try {
@@ -99,6 +113,7 @@ export function webhookHandler(deps: WebhookRouteDeps): WebhookHandler {
     try {
       await deps.producer.send({ key, value });
     } catch (err) {
+      if (err instanceof PendingLimitError) return refuseOverBound(res);
       endTimer({ outcome: 'error' });
       log.warn('webhook not persisted, answered 503', { ...ids, err: errorMessage(err) });
       // The sender sees why in general terms; broker addresses and client internals stay in the log.

@@ -37,6 +37,8 @@ export async function startSimulatedPipeline(options: {
   frontApi?: (sandboxUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
   /** Settings on top of the test defaults (e.g. shorter reread windows). */
   env?: Record<string, string>;
+  /** Settings over the test configuration (e.g. `opsPort: 0`). */
+  config?: Partial<Config>;
 }): Promise<SimulatedPipeline> {
   const config = testConfig(options.env);
   const log = createLogger(config.logLevel);
@@ -53,7 +55,7 @@ export async function startSimulatedPipeline(options: {
   });
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: options.name, log });
   const registry = createRegistry(config.schemaRegistryUrl);
-  const pipeline = await startPipeline({ kafka, registry, reader: api, log, metrics: createMetrics(), health: createHealth() }, { ...config, ingressPort: 0 }, { host: '127.0.0.1', maxPauseMs: 1000 });
+  const pipeline = await startPipeline({ kafka, registry, reader: api, log, metrics: createMetrics(), health: createHealth() }, { ...config, ingressPort: 0, ...options.config }, { host: '127.0.0.1', maxPauseMs: 1000 });
   sim.setWebhookUrl(`${pipeline.ingress.url}/webhooks`);
   return {
     config,
