@@ -59,10 +59,11 @@ describe('the webhook and snapshot logs never expire', () => {
   it('warns at start, naming the topic and the setting, when an existing log expires', async () => {
     const config = testConfig();
     const names = topicNames(config.topicPrefix);
-    await admin.createTopics({
-      topics: [names.webhooks, names.snapshots].map((topic) => ({ topic, numPartitions: 6, replicationFactor: 1, configEntries: [{ name: 'retention.ms', value: String(3600_000) }] })),
-      waitForLeaders: true,
-    });
+    // ensureTopics waits for leaders itself: kafkajs's waitForLeaders gives up on a topic the broker does not host yet.
+    await ensureTopics(
+      admin,
+      [names.webhooks, names.snapshots].map((topic) => ({ topic, numPartitions: 6, configEntries: { 'retention.ms': String(3600_000) } })),
+    );
     const log = recordingLogger();
     const sh = await createSinkHarness(config);
     try {
