@@ -3,7 +3,7 @@ import { createBillingApiClient } from '../billing-api/client.js';
 import { billingApiClientOptions } from '../billing-api/client-options.js';
 import { startEnricher } from '../enricher/enricher.js';
 import { createHealth } from '../health.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { stopOnSignal } from '../lifecycle.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
@@ -31,8 +31,8 @@ export function registerEnricher(program: Command): void {
       const health = createHealth();
       const api = createBillingApiClient({ ...apiOptions, logger: log, registry: metrics });
       const ops = await startOpsServer(config.enricherPort, { health, metrics });
-      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-enricher', log });
-      const enricher = await startEnricher({ kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics, health }, config);
+      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-enricher', log });
+      const enricher = await startEnricher({ kafka, registry: createRegistry(config), reader: api, log, metrics, health }, config);
       log.info('enricher ready', { opsPort: config.enricherPort });
       process.exitCode = await stopOnSignal(
         {
