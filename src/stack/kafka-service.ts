@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EOS_RETRY, createKafka, defaultPartitioner, type KafkaOptions } from '../kafka/client.js';
 import { silentLogger } from '../log.js';
-import { DEFAULT_KAFKA_LINE, type KafkaLine } from './kafka-lines.js';
+import { DEFAULT_KAFKA_LINE, KAFKA_LINES, type KafkaLine } from './kafka-lines.js';
 import { isOurs, portInUse, readPid, removeFile, runCommand, spawnDetached, stopProcess, waitUntil } from './processes.js';
 import type { StackService } from './service.js';
 
@@ -36,6 +36,23 @@ export function kafkaLibsDir(stackDir: string, line: KafkaLine = DEFAULT_KAFKA_L
 export function secureKafkaAccess(stackDir: string): SecureKafkaAccess | undefined {
   const file = join(stackDir, 'kafka', 'tls', 'access.json');
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as SecureKafkaAccess) : undefined;
+}
+
+/**
+ * The line of the stack's running broker, read from its command line (its libs folder);
+ * 'unknown' for a broker of ours started from an older layout, undefined when none runs.
+ */
+export function runningKafkaLine(stackDir: string): KafkaLine | 'unknown' | undefined {
+  const dir = join(stackDir, 'kafka');
+  const pid = readPid(join(dir, 'kafka.pid'));
+  if (!isOurs(pid, dir)) return undefined;
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return 'unknown';
+  }
+  return KAFKA_LINES.find((l) => cmdline.includes(kafkaLibsDir(stackDir, l))) ?? 'unknown';
 }
 
 /** Downloads the jars of `line` into the stack folder unless the same pom resolved them before. */
