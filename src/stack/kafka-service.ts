@@ -256,12 +256,14 @@ function log4j2Config(file: string): string {
   ].join('\n');
 }
 
-/** Produces a unique record to a check topic and consumes it back: the broker does real work. */
+/** Produces a unique record to a check topic in a transaction and consumes it back: the broker does real work. */
 async function roundTrip(connection: Pick<KafkaOptions, 'brokers' | 'ssl' | 'sasl'>): Promise<void> {
   const kafka = createKafka({ ...connection, clientId: 'billing-loader-stack-check', log: silentLogger, connectionTimeoutMs: 1000, requestTimeoutMs: 5000 });
   const topic = '__billing_loader_stack_check';
   const admin = kafka.admin();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  // Transactional, as the loader's stages are: the broker creates its transaction state log on
+  // the first one, which takes seconds a pipeline's first batch should not spend waiting.
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, transactionalId: `stack-check-${randomUUID()}`, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
   const groupId = `stack-check-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 1000 });
   try {
@@ -271,7 +273,9 @@ async function roundTrip(connection: Pick<KafkaOptions, 'brokers' | 'ssl' | 'sas
     }
     const token = randomUUID();
     await producer.connect();
-    await producer.send({ topic, acks: -1, messages: [{ value: token }] });
+    const transaction = await producer.transaction();
+    await transaction.send({ topic, acks: -1, messages: [{ value: token }] });
+    await transaction.commit();
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
