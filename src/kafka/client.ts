@@ -61,10 +61,24 @@ export function kafkaAccessError(err: unknown): ConfigError | undefined {
     if (typeof code === 'string' && UNTRUSTED_CERTIFICATE.has(code)) {
       return new ConfigError('KAFKA_SSL_CA_FILE', `the broker's certificate is not signed by a trusted CA (${code}); set KAFKA_SSL_CA_FILE to the PEM of the CA that signed it`);
     }
+    const denied = authorizationFailure(e);
+    if (denied) {
+      return new ConfigError('KAFKA_SASL_USERNAME', `the brokers deny this user ${denied}; grant it the ACLs the loader needs (docs/OPERATIONS.md, Secured Kafka)`);
+    }
     if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
       return new ConfigError('KAFKA_BROKERS', `the broker's certificate does not name the host connected to (${String(message)})`);
     }
     e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError;
+  }
+  return undefined;
+}
+
+/** '<ERROR_TYPE> (on <topic>)' of a kafkajs error (or of one in its aggregate) the authorizer raised. */
+function authorizationFailure(e: unknown): string | undefined {
+  const all = [e, ...(((e as { errors?: unknown }).errors as unknown[] | undefined) ?? [])];
+  for (const x of all) {
+    const { type, topic } = (x ?? {}) as { type?: unknown; topic?: unknown };
+    if (typeof type === 'string' && type.endsWith('_AUTHORIZATION_FAILED')) return `${type}${typeof topic === 'string' ? ` on ${topic}` : ''}`;
   }
   return undefined;
 }
