@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EOS_RETRY, createKafka, defaultPartitioner, type KafkaOptions } from '../kafka/client.js';
 import { silentLogger } from '../log.js';
@@ -62,9 +62,24 @@ export async function installKafkaLine(stackDir: string, line: KafkaLine, progre
   const pom = readFileSync(line.pom, 'utf8');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === pom) return;
   progress(`kafka: resolving Kafka ${line.version} jars from Maven Central (first run only)`);
-  mkdirSync(libs, { recursive: true });
-  await runCommand('mvn', ['-q', '-B', '-f', line.pom, 'dependency:copy-dependencies', `-DoutputDirectory=${libs}`]);
-  writeFileSync(stamp, pom);
+  // Resolved aside and moved in whole: test runs started together may install the same line at
+  // once, and a broker must never start from a half-copied folder.
+  const staging = `${libs}.${randomUUID()}.tmp`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  try {
+    await runCommand('mvn', ['-q', '-B', '-f', line.pom, 'dependency:copy-dependencies', `-DoutputDirectory=${staging}`]);
+    writeFileSync(join(staging, '.installed'), pom);
+    if (!(existsSync(stamp) && readFileSync(stamp, 'utf8') === pom)) {
+      rmSync(libs, { recursive: true, force: true });
+      renameSync(staging, libs);
+    }
+  } catch (err) {
+    // Another process moved the same jars in first.
+    if (!(existsSync(stamp) && readFileSync(stamp, 'utf8') === pom)) throw err;
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
 }
 
 /**
