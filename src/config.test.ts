@@ -3,6 +3,9 @@ import { ConfigError } from './errors.js';
 import { Writable } from 'node:stream';
 import { SECRET_FIELDS, describeOptions, loadConfig, migrateDatabaseUrl, requireBillingApi, withoutPassword } from './config.js';
 import { createLogger } from './log.js';
+import { fileURLToPath } from 'node:url';
+
+const thisFile = fileURLToPath(import.meta.url);
 
 describe('loadConfig', () => {
   it('defaults everything from an empty environment to the local stack', () => {
@@ -32,14 +35,17 @@ describe('loadConfig', () => {
 
   it('never echoes a secret value in an error, and the logger redacts every secret option', async () => {
     expect(() => loadConfig({ INGRESS_TOKEN: 'sh!' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
-    const c = loadConfig({ BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d', MIGRATE_DATABASE_URL: 'postgres://o:pw-value@h:5432/d', INGRESS_TOKEN: 'token-value-0123456789' });
+    const c = loadConfig({
+      BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d', MIGRATE_DATABASE_URL: 'postgres://o:pw-value@h:5432/d', INGRESS_TOKEN: 'token-value-0123456789',
+      KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'loader', KAFKA_SASL_PASSWORD: 'sasl-value', SCHEMA_REGISTRY_USERNAME: 'reg', SCHEMA_REGISTRY_PASSWORD: 'registry-value',
+    });
     expect({ ...c, topicPrefix: 'x' }.databaseUrl).toBe('postgres://u:pw-value@h:5432/d'); // survives spreading
     let written = '';
     const sink = new Writable({ write: (chunk: Buffer, _enc, done) => { written += chunk.toString(); done(); } });
     createLogger('info', sink).info('config', { config: c });
     await new Promise((r) => setImmediate(r));
     expect(written).toContain('topicPrefix');
-    expect(written).not.toMatch(/s3cret-value|pw-value|token-value/);
+    expect(written).not.toMatch(/s3cret-value|pw-value|token-value|sasl-value|registry-value/);
     for (const field of SECRET_FIELDS) expect(written, field).toContain(`"${field}":"[redacted]"`);
     expect(withoutPassword('postgres://u:pw-value@h:5432/d')).toBe('postgres://u:****@h:5432/d');
   });
@@ -62,6 +68,38 @@ describe('loadConfig', () => {
 
   it('refuses both grants at once', () => {
     expect(() => loadConfig({ BILLING_CLIENT_SECRET: 's', BILLING_USERNAME: 'u', BILLING_PASSWORD: 'p' })).toThrow(/either BILLING_CLIENT_SECRET .* not both/);
+  });
+
+  it('reads the Kafka TLS/SASL and registry auth settings', () => {
+    const c = loadConfig({
+      KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: thisFile, KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512', KAFKA_SASL_USERNAME: 'loader', KAFKA_SASL_PASSWORD: 'pw',
+      SCHEMA_REGISTRY_USERNAME: 'reg', SCHEMA_REGISTRY_PASSWORD: 'regpw', SCHEMA_REGISTRY_CA_FILE: thisFile,
+    });
+    expect(c).toMatchObject({ kafkaSsl: true, kafkaSslCaFile: thisFile, kafkaSaslMechanism: 'scram-sha-512', kafkaSaslUsername: 'loader', kafkaSaslPassword: 'pw', schemaRegistryUsername: 'reg', schemaRegistryPassword: 'regpw', schemaRegistryCaFile: thisFile });
+    expect(loadConfig({}).kafkaSsl).toBe(false);
+  });
+
+  it.each([
+    [{ KAFKA_SSL: 'yes' }, /^KAFKA_SSL: expected true or false, got 'yes'$/],
+    [{ KAFKA_SASL_MECHANISM: 'gssapi' }, /^KAFKA_SASL_MECHANISM: expected one of plain, scram-sha-256, scram-sha-512, got 'gssapi'$/],
+    [{ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_PASSWORD: 'pw' }, /^KAFKA_SASL_USERNAME: required with KAFKA_SASL_MECHANISM$/],
+    [{ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' }, /^KAFKA_SASL_PASSWORD: required with KAFKA_SASL_MECHANISM$/],
+    [{ KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'pw' }, /^KAFKA_SASL_MECHANISM: required with KAFKA_SASL_USERNAME\/KAFKA_SASL_PASSWORD/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: '/nonexistent/ca.pem' }, /^KAFKA_SSL_CA_FILE: no readable file at '\/nonexistent\/ca.pem'$/],
+    [{ KAFKA_SSL_CA_FILE: thisFile }, /^KAFKA_SSL: set KAFKA_SSL=true to use KAFKA_SSL_CA_FILE/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_CERT_FILE: thisFile }, /^KAFKA_SSL_KEY_FILE: required with KAFKA_SSL_CERT_FILE/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_KEY_FILE: thisFile }, /^KAFKA_SSL_CERT_FILE: required with KAFKA_SSL_KEY_FILE/],
+    [{ SCHEMA_REGISTRY_USERNAME: 'u' }, /^SCHEMA_REGISTRY_PASSWORD: required with SCHEMA_REGISTRY_USERNAME$/],
+    [{ SCHEMA_REGISTRY_PASSWORD: 'p' }, /^SCHEMA_REGISTRY_USERNAME: required with SCHEMA_REGISTRY_PASSWORD$/],
+    [{ SCHEMA_REGISTRY_CA_FILE: '/nonexistent/ca.pem' }, /^SCHEMA_REGISTRY_CA_FILE: no readable file at '\/nonexistent\/ca.pem'$/],
+  ])('refuses inconsistent Kafka/registry security settings in one line naming the variable (%o)', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('never echoes the SASL or registry password', () => {
+    expect(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'pw-value', KAFKA_SSL: 'maybe' })).toThrow(/^KAFKA_SSL: [^]*$/);
+    expect(SECRET_FIELDS).toEqual(expect.arrayContaining(['kafkaSaslPassword', 'schemaRegistryPassword']));
   });
 
   it('documents every option it reads', () => {

@@ -1,3 +1,4 @@
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
@@ -111,6 +112,33 @@ function apiPath(raw: string): string {
   return segments.join('/');
 }
 
+function bool(raw: string): boolean {
+  const v = raw.toLowerCase();
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw new Invalid(`expected true or false, got '${raw}'`);
+}
+
+export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
+export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
+
+function saslMechanism(raw: string): SaslMechanism {
+  const v = raw.toLowerCase();
+  if (!(SASL_MECHANISMS as readonly string[]).includes(v)) throw new Invalid(`expected one of ${SASL_MECHANISMS.join(', ')}, got '${raw}'`);
+  return v as SaslMechanism;
+}
+
+/** A path the process can read now: a typo fails at start, not at the first TLS handshake. */
+function readableFile(raw: string): string {
+  try {
+    if (!statSync(raw).isFile()) throw new Error('not a file');
+    accessSync(raw, fsConstants.R_OK);
+  } catch {
+    throw new Invalid(`no readable file at '${raw}'`);
+  }
+  return raw;
+}
+
 function logLevel(raw: string): LogLevel {
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Invalid(`expected one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
   return raw as LogLevel;
@@ -119,6 +147,16 @@ function logLevel(raw: string): LogLevel {
 export const options = {
   kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(c.stack.KAFKA_BROKERS), parse: brokers }),
   schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => c.stack.SCHEMA_REGISTRY_URL, parse: url }),
+  kafkaSsl: defaulted({ env: 'KAFKA_SSL', description: 'connect to Kafka over TLS: true or false', defaultText: 'false', default: () => false, parse: bool }),
+  kafkaSslCaFile: optional({ env: 'KAFKA_SSL_CA_FILE', description: "PEM file of the CA(s) that signed the brokers' certificates (unset: the system's trusted CAs)", parse: readableFile }),
+  kafkaSslCertFile: optional({ env: 'KAFKA_SSL_CERT_FILE', description: 'PEM client certificate, for brokers that require mutual TLS (with KAFKA_SSL_KEY_FILE)', parse: readableFile }),
+  kafkaSslKeyFile: optional({ env: 'KAFKA_SSL_KEY_FILE', description: 'PEM private key of KAFKA_SSL_CERT_FILE (unencrypted)', parse: readableFile }),
+  kafkaSaslMechanism: optional({ env: 'KAFKA_SASL_MECHANISM', description: 'SASL mechanism: plain, scram-sha-256 or scram-sha-512 (unset: no SASL)', parse: saslMechanism }),
+  kafkaSaslUsername: optional({ env: 'KAFKA_SASL_USERNAME', description: 'SASL user name (with KAFKA_SASL_MECHANISM)', parse: str }),
+  kafkaSaslPassword: optional({ env: 'KAFKA_SASL_PASSWORD', description: 'SASL password (with KAFKA_SASL_MECHANISM)', parse: str, secret: true }),
+  schemaRegistryUsername: optional({ env: 'SCHEMA_REGISTRY_USERNAME', description: 'schema registry HTTP basic auth user (with SCHEMA_REGISTRY_PASSWORD)', parse: str }),
+  schemaRegistryPassword: optional({ env: 'SCHEMA_REGISTRY_PASSWORD', description: 'schema registry HTTP basic auth password', parse: str, secret: true }),
+  schemaRegistryCaFile: optional({ env: 'SCHEMA_REGISTRY_CA_FILE', description: "PEM file of the CA(s) that signed an https SCHEMA_REGISTRY_URL's certificate (unset: the system's trusted CAs)", parse: readableFile }),
   databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => c.stack.DATABASE_URL, parse: postgresUrl, secret: true }),
   migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
@@ -208,6 +246,24 @@ function checkCrossFields(c: Config): void {
   }
   if (c.ingressHeadersTimeoutMs > c.ingressRequestTimeoutMs) throw new ConfigError('INGRESS_HEADERS_TIMEOUT_MS', `must not exceed INGRESS_REQUEST_TIMEOUT_MS (${c.ingressRequestTimeoutMs})`);
   if (c.billingPassword && !c.billingUsername) throw new ConfigError('BILLING_USERNAME', 'required with BILLING_PASSWORD (password grant)');
+  checkKafkaSecurity(c);
+}
+
+function checkKafkaSecurity(c: Config): void {
+  if (c.kafkaSaslMechanism) {
+    if (!c.kafkaSaslUsername) throw new ConfigError('KAFKA_SASL_USERNAME', 'required with KAFKA_SASL_MECHANISM');
+    if (!c.kafkaSaslPassword) throw new ConfigError('KAFKA_SASL_PASSWORD', 'required with KAFKA_SASL_MECHANISM');
+  } else if (c.kafkaSaslUsername || c.kafkaSaslPassword) {
+    throw new ConfigError('KAFKA_SASL_MECHANISM', `required with KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD: one of ${SASL_MECHANISMS.join(', ')}`);
+  }
+  // A CA or client certificate without TLS would be silently unused: the operator meant TLS.
+  for (const [value, variable] of [[c.kafkaSslCaFile, 'KAFKA_SSL_CA_FILE'], [c.kafkaSslCertFile, 'KAFKA_SSL_CERT_FILE'], [c.kafkaSslKeyFile, 'KAFKA_SSL_KEY_FILE']] as const) {
+    if (value && !c.kafkaSsl) throw new ConfigError('KAFKA_SSL', `set KAFKA_SSL=true to use ${variable}`);
+  }
+  if (c.kafkaSslCertFile && !c.kafkaSslKeyFile) throw new ConfigError('KAFKA_SSL_KEY_FILE', 'required with KAFKA_SSL_CERT_FILE (mutual TLS)');
+  if (c.kafkaSslKeyFile && !c.kafkaSslCertFile) throw new ConfigError('KAFKA_SSL_CERT_FILE', 'required with KAFKA_SSL_KEY_FILE (mutual TLS)');
+  if (c.schemaRegistryUsername && !c.schemaRegistryPassword) throw new ConfigError('SCHEMA_REGISTRY_PASSWORD', 'required with SCHEMA_REGISTRY_USERNAME');
+  if (c.schemaRegistryPassword && !c.schemaRegistryUsername) throw new ConfigError('SCHEMA_REGISTRY_USERNAME', 'required with SCHEMA_REGISTRY_PASSWORD');
 }
 
 /** The settings the billing API client needs; fails with the variable to set when one is missing. */

@@ -1,4 +1,8 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { KAFKA_LINES } from '../src/stack/kafka-lines.js';
+import { installKafkaLine } from '../src/stack/kafka-service.js';
 import { stackConnectionSettings, defaultStackDir, readStackPorts } from '../src/stack/settings.js';
 import { stackDown, stackStatus, stackUp } from '../src/stack/stack.js';
 import { dockerAvailable, startContainers } from './helpers/containers.js';
@@ -12,6 +16,7 @@ import { dockerAvailable, startContainers } from './helpers/containers.js';
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const env = process.env;
   if (env.KAFKA_BROKERS && env.SCHEMA_REGISTRY_URL && env.DATABASE_URL) {
+    await installKafkaLines(env.STACK_DIR || defaultStackDir);
     project.provide('services', { KAFKA_BROKERS: env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: env.SCHEMA_REGISTRY_URL, DATABASE_URL: env.DATABASE_URL });
     return async () => {};
   }
@@ -24,9 +29,20 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const ports = readStackPorts(dir);
   const wasRunning = stackStatus({ dir, ports }).every((s) => s.state === 'running');
   await stackUp({ dir, ports, progress: (line) => process.stderr.write(`[stack] ${line}\n`) });
+  await installKafkaLines(dir);
   project.provide('services', stackConnectionSettings(ports));
   return async () => {
     // Leave a stack the developer had running; stop one this run started (CI).
     if (!wasRunning && env.KEEP_STACK !== '1') await stackDown({ dir, ports });
   };
+}
+
+/**
+ * Private brokers (fault tests, the end-to-end test on the other Kafka lines) start from the
+ * jars in the native stack's folder: every line is resolved here once (cached in the folder),
+ * not by test files racing each other. Nothing to do where the stack runs in containers.
+ */
+async function installKafkaLines(stackDir: string): Promise<void> {
+  if (!existsSync(join(stackDir, 'kafka'))) return;
+  for (const line of KAFKA_LINES) await installKafkaLine(stackDir, line, (l) => process.stderr.write(`[stack] ${l}\n`));
 }

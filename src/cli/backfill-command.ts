@@ -3,7 +3,7 @@ import { createBillingApiClient } from '../billing-api/client.js';
 import { billingApiClientOptions } from '../billing-api/client-options.js';
 import { RESOURCE_TYPES, isResourceType, type ResourceType } from '../billing-api/resource-types.js';
 import { runBackfill } from '../backfill/backfill.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { createLogger } from '../log.js';
 import { cliConfig } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
@@ -39,7 +39,7 @@ export function registerBackfill(program: Command): void {
       process.once('SIGTERM', onSignal);
       try {
         const result = await runBackfill(
-          { kafka: createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-backfill', log }), api, log, progress: (l) => console.error(l) },
+          { kafka: createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-backfill', log }), api, log, progress: (l) => console.error(l) },
           { topicPrefix: config.topicPrefix, types: opts.types ?? [...RESOURCE_TYPES], restart: opts.restart ?? false, ...(opts.pageSize ? { pageSize: opts.pageSize } : {}), signal: stop.signal },
         );
         const total = Object.values(result.objects).reduce((a, b) => a + b, 0);

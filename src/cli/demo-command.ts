@@ -9,7 +9,7 @@ import { withoutPassword, type Config } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, quoteIdent } from '../db/pool.js';
 import { createHealth } from '../health.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startPipeline } from '../pipeline.js';
@@ -73,9 +73,9 @@ export function registerDemo(program: Command): void {
           logger: log,
           registry: metrics,
         });
-        const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-demo', log });
+        const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-demo', log });
         const demoConfig: Config = { ...config, ingressPort: 0 } as Config;
-        const pipeline = await startPipeline({ kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics, health: createHealth() }, demoConfig, { host: '127.0.0.1' });
+        const pipeline = await startPipeline({ kafka, registry: createRegistry(config), reader: api, log, metrics, health: createHealth() }, demoConfig, { host: '127.0.0.1' });
         sim.setWebhookUrl(`${pipeline.ingress.url}/webhooks`);
         say(`3/5 sandbox billing service at ${sim.baseUrl} (seed ${seed}) sends webhooks to the ingress at ${pipeline.ingress.url}/webhooks`);
         try {

@@ -3,7 +3,7 @@ import { createBillingApiClient } from '../billing-api/client.js';
 import { billingApiClientOptions } from '../billing-api/client-options.js';
 import { startEnricher } from '../enricher/enricher.js';
 import { createHealth } from '../health.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { stopOnSignal } from '../lifecycle.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
@@ -32,8 +32,8 @@ export function registerEnricher(program: Command): void {
       const api = createBillingApiClient({ ...apiOptions, logger: log, registry: metrics });
       const opsPort = config.opsPort ?? config.enricherPort;
       const ops = await startOpsServer(opsPort, { health, metrics });
-      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-enricher', log });
-      const enricher = await startEnricher({ kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics, health }, config);
+      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-enricher', log });
+      const enricher = await startEnricher({ kafka, registry: createRegistry(config), reader: api, log, metrics, health }, config);
       log.info('enricher ready', { opsPort });
       process.exitCode = await stopOnSignal(
         {

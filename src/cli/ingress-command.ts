@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createHealth } from '../health.js';
 import { startIngress } from '../ingress/ingress.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { stopOnSignal } from '../lifecycle.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
@@ -18,8 +18,8 @@ export function registerIngress(program: Command): void {
     .action(async () => {
       const config = await cliConfig();
       const log = createLogger(config.logLevel);
-      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-ingress', log });
-      const registry = createRegistry(config.schemaRegistryUrl);
+      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-ingress', log });
+      const registry = createRegistry(config);
       const running = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, config);
       console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressToken ? '/<INGRESS_TOKEN>' : ''})`);
       process.exitCode = await stopOnSignal(running, log, undefined, stopOptions());

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
+import { kafkaAccessError } from '../kafka/client.js';
 import { registerBackfill } from './backfill-command.js';
 import { registerDemo } from './demo-command.js';
 import { registerEnricher } from './enricher-command.js';
@@ -38,8 +39,9 @@ export async function main(argv: string[]): Promise<number> {
     return Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    if (err instanceof UserError) {
-      console.error(`billing-loader: ${err.message}`);
+    const user = err instanceof UserError ? err : kafkaAccessError(err);
+    if (user) {
+      console.error(`billing-loader: ${user.message}`);
       return 2;
     }
     console.error(`billing-loader: ${errorMessage(err)}`);

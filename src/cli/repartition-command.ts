@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { repartitionEnricherTopics } from '../enricher/repartition.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { createLogger } from '../log.js';
 import { cliConfig } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
@@ -26,7 +26,7 @@ export function registerRepartition(program: Command): void {
     .action(async (opts: { partitions?: number }) => {
       const config = await cliConfig();
       const log = createLogger(config.logLevel).child({ component: 'repartition' });
-      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-repartition', log });
+      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-repartition', log });
       const report = await repartitionEnricherTopics(kafka, config.topicPrefix, { ...(opts.partitions !== undefined ? { partitions: opts.partitions } : {}), progress: (line) => console.error(line) });
       console.log(`repartition: both topics have ${report.partitions} partitions; moved ${report.headsMoved} head(s) and ${report.requestsMoved} pending request(s); start the enricher`);
     });

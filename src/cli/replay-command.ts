@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { enricherGroupId } from '../enricher/enricher.js';
 import { createPool } from '../db/pool.js';
 import { UserError } from '../errors.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { topicNames } from '../kafka/topics.js';
 import { createLogger } from '../log.js';
 import { createRegistry } from '../registry/registry.js';
@@ -62,7 +62,7 @@ export function registerReplay(program: Command): void {
       const log = createLogger(config.logLevel).child({ component: 'replay' });
       const names = topicNames(config.topicPrefix);
       const groupId = opts.groupId ?? (opts.group === 'sink' ? sinkGroupId(config) : enricherGroupId(config.topicPrefix));
-      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader-replay', log });
+      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-replay', log });
 
       if (opts.rebuild) {
         if (opts.group !== 'sink' || opts.topic) throw new UserError('--rebuild reads <prefix>.snapshots and <prefix>.webhooks for the sink; drop --group enricher / --topic');
@@ -87,7 +87,7 @@ export function registerReplay(program: Command): void {
         try {
           const started = Date.now();
           const report = await rebuildWarehouse(
-            { kafka, registry: createRegistry(config.schemaRegistryUrl), pool, log, progress: (line) => console.error(line) },
+            { kafka, registry: createRegistry(config), pool, log, progress: (line) => console.error(line) },
             config,
             { sinkGroupId: groupId, allowTruncatedLog: opts.allowTruncatedLog ?? false },
           );

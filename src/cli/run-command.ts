@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createBillingApiClient } from '../billing-api/client.js';
 import { billingApiClientOptions } from '../billing-api/client-options.js';
 import { createHealth } from '../health.js';
-import { createKafka } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { stopOnSignal } from '../lifecycle.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
@@ -29,8 +29,8 @@ export function registerRun(program: Command): void {
       const log = createLogger(config.logLevel);
       const metrics = createMetrics();
       const api = createBillingApiClient({ ...apiOptions, logger: log, registry: metrics });
-      const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'billing-loader', log });
-      const pipeline = await startPipeline({ kafka, registry: createRegistry(config.schemaRegistryUrl), reader: api, log, metrics, health: createHealth() }, config);
+      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader', log });
+      const pipeline = await startPipeline({ kafka, registry: createRegistry(config), reader: api, log, metrics, health: createHealth() }, config);
       console.error(`run: ingress listening on port ${pipeline.ingress.port}; enricher and sink running`);
       process.exitCode = await stopOnSignal(
         {

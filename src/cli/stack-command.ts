@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { readStackPorts, type StackPorts } from '../stack/settings.js';
+import { KAFKA_LINES, kafkaLine, type KafkaLine } from '../stack/kafka-lines.js';
+import { readStackKafkaVersion, readStackPorts, type StackPorts } from '../stack/settings.js';
 import { stackDown, stackStatus, stackUp } from '../stack/stack.js';
 import { cliConfig } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
@@ -8,6 +9,12 @@ function portArg(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n < 1 || n > 65535) throw new InvalidArgumentError('expected a port number 1-65535');
   return n;
+}
+
+function kafkaVersionArg(value: string): KafkaLine {
+  const line = kafkaLine(value);
+  if (!line) throw new InvalidArgumentError(`expected one of ${KAFKA_LINES.map((l) => l.name).join(', ')}`);
+  return line;
 }
 
 const progress = (line: string) => console.error(line);
@@ -25,17 +32,20 @@ export function registerStack(program: Command): void {
     .option('--kafka-controller-port <port>', 'Kafka KRaft controller port', portArg)
     .option('--registry-port <port>', 'schema registry port', portArg)
     .option('--postgres-port <port>', 'PostgreSQL port', portArg)
-    .addHelpText('after', '\nPorts default to those of the last `stack up` (else 19092, 19093, 18081, 15432).\nUse in a shell: eval "$(billing-loader stack up)"')
-    .action(async (opts: { kafkaPort?: number; kafkaControllerPort?: number; registryPort?: number; postgresPort?: number }) => {
+    .option('--kafka-version <line>', `Kafka release line: ${KAFKA_LINES.map((l) => `${l.name} (${l.version})`).join(', ')}`, kafkaVersionArg)
+    .addHelpText('after', `\nPorts and the Kafka line default to those of the last \`stack up\` (else 19092, 19093, 18081, 15432, Kafka ${KAFKA_LINES[KAFKA_LINES.length - 1]?.name}).\nSwitching the Kafka line needs \`stack down\` first; each line keeps its own data.\nUse in a shell: eval "$(billing-loader stack up)"`)
+    .action(async (opts: { kafkaPort?: number; kafkaControllerPort?: number; registryPort?: number; postgresPort?: number; kafkaVersion?: KafkaLine }) => {
       const dir = (await cliConfig()).stackDir;
-      const saved = readStackPorts(dir);
+      const savedPorts = readStackPorts(dir);
       const ports: StackPorts = {
-        kafka: opts.kafkaPort ?? saved.kafka,
-        kafkaController: opts.kafkaControllerPort ?? saved.kafkaController,
-        registry: opts.registryPort ?? saved.registry,
-        postgres: opts.postgresPort ?? saved.postgres,
+        kafka: opts.kafkaPort ?? savedPorts.kafka,
+        kafkaController: opts.kafkaControllerPort ?? savedPorts.kafkaController,
+        registry: opts.registryPort ?? savedPorts.registry,
+        postgres: opts.postgresPort ?? savedPorts.postgres,
       };
-      const settings = await stackUp({ dir, ports, progress });
+      const saved = readStackKafkaVersion(dir);
+      const line = opts.kafkaVersion ?? (saved === undefined ? undefined : kafkaLine(saved));
+      const settings = await stackUp({ dir, ports, progress, ...(line ? { kafkaLine: line } : {}) });
       for (const [key, value] of Object.entries(settings)) console.log(`${key}=${value}`);
     });
 
@@ -54,7 +64,7 @@ export function registerStack(program: Command): void {
     .action(async () => {
       const dir = (await cliConfig()).stackDir;
       const rows = stackStatus({ dir, ports: readStackPorts(dir) });
-      for (const r of rows) console.log(`${r.name.padEnd(16)} ${r.state.padEnd(8)} port ${r.port}${r.pid === undefined ? '' : `  pid ${r.pid}`}`);
+      for (const r of rows) console.log(`${r.name.padEnd(16)} ${r.state.padEnd(8)} port ${r.port}${r.pid === undefined ? '' : `  pid ${r.pid}`}${r.version ? `  ${r.version}` : ''}`);
       if (rows.some((r) => r.state !== 'running')) process.exitCode = 3;
     });
 }

@@ -1,4 +1,8 @@
-import { Kafka, Partitioners, logLevel as KafkaLogLevel, type LogEntry, type logCreator } from 'kafkajs';
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import { Kafka, Partitioners, logLevel as KafkaLogLevel, type LogEntry, type SASLOptions, type logCreator } from 'kafkajs';
+import type { Config } from '../config.js';
+import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 export interface KafkaOptions {
@@ -9,6 +13,74 @@ export interface KafkaOptions {
   /** Connection and request timeouts, in milliseconds. Defaults 3000 and 30000. */
   connectionTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** TLS to the brokers (true: the system's trusted CAs). */
+  ssl?: ConnectionOptions | boolean;
+  sasl?: SASLOptions;
+}
+
+export type KafkaConnectionConfig = Pick<Config, 'kafkaBrokers' | 'kafkaSsl' | 'kafkaSslCaFile' | 'kafkaSslCertFile' | 'kafkaSslKeyFile' | 'kafkaSaslMechanism' | 'kafkaSaslUsername' | 'kafkaSaslPassword'>;
+
+/**
+ * Where and how to reach Kafka, from the configuration (loadConfig checked the combination):
+ * spread into createKafka's options. PEM files are read here, once per client.
+ */
+export function kafkaConnection(config: KafkaConnectionConfig): Pick<KafkaOptions, 'brokers' | 'ssl' | 'sasl'> {
+  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
+  const tls: ConnectionOptions = {};
+  if (config.kafkaSslCaFile) tls.ca = read(config.kafkaSslCaFile);
+  if (config.kafkaSslCertFile) tls.cert = read(config.kafkaSslCertFile);
+  if (config.kafkaSslKeyFile) tls.key = read(config.kafkaSslKeyFile);
+  const ssl = config.kafkaSsl ? (Object.keys(tls).length > 0 ? tls : true) : undefined;
+  const sasl = saslOptions(config);
+  return { brokers: config.kafkaBrokers, ...(ssl === undefined ? {} : { ssl }), ...(sasl === undefined ? {} : { sasl }) };
+}
+
+function saslOptions(config: KafkaConnectionConfig): SASLOptions | undefined {
+  const { kafkaSaslMechanism: mechanism, kafkaSaslUsername: username = '', kafkaSaslPassword: password = '' } = config;
+  if (mechanism === 'plain') return { mechanism, username, password };
+  if (mechanism === 'scram-sha-256') return { mechanism, username, password };
+  if (mechanism === 'scram-sha-512') return { mechanism, username, password };
+  return undefined;
+}
+
+/** Node's codes for a server certificate the client's CAs do not vouch for. */
+const UNTRUSTED_CERTIFICATE = new Set(['SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+
+/**
+ * A refusal between the brokers and our settings (credentials refused, a broker certificate not
+ * trusted) as the setting to fix, for the CLI's one-line error; undefined for any other failure.
+ * Retrying cannot help with these, so a component stops at start instead of retrying forever.
+ */
+export function kafkaAccessError(err: unknown): ConfigError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 8; depth++) {
+    const { name, message, code } = e as { name?: unknown; message?: unknown; code?: unknown };
+    if (name === 'KafkaJSSASLAuthenticationError') {
+      return new ConfigError('KAFKA_SASL_PASSWORD', `the broker refused the credentials; check KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD and KAFKA_SASL_MECHANISM (${String(message)})`);
+    }
+    if (typeof code === 'string' && UNTRUSTED_CERTIFICATE.has(code)) {
+      return new ConfigError('KAFKA_SSL_CA_FILE', `the broker's certificate is not signed by a trusted CA (${code}); set KAFKA_SSL_CA_FILE to the PEM of the CA that signed it`);
+    }
+    const denied = authorizationFailure(e);
+    if (denied) {
+      return new ConfigError('KAFKA_SASL_USERNAME', `the brokers deny this user ${denied}; grant it the ACLs the loader needs (docs/OPERATIONS.md, Secured Kafka)`);
+    }
+    if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+      return new ConfigError('KAFKA_BROKERS', `the broker's certificate does not name the host connected to (${String(message)})`);
+    }
+    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError;
+  }
+  return undefined;
+}
+
+/** '<ERROR_TYPE> (on <topic>)' of a kafkajs error (or of one in its aggregate) the authorizer raised. */
+function authorizationFailure(e: unknown): string | undefined {
+  const all = [e, ...(((e as { errors?: unknown }).errors as unknown[] | undefined) ?? [])];
+  for (const x of all) {
+    const { type, topic } = (x ?? {}) as { type?: unknown; topic?: unknown };
+    if (typeof type === 'string' && type.endsWith('_AUTHORIZATION_FAILED')) return `${type}${typeof topic === 'string' ? ` on ${topic}` : ''}`;
+  }
+  return undefined;
 }
 
 /** kafkajs logs through our logger, at our level, with its own fields kept as fields. */
@@ -32,6 +104,8 @@ export function createKafka(options: KafkaOptions): Kafka {
   return new Kafka({
     clientId: options.clientId,
     brokers: options.brokers,
+    ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
+    ...(options.sasl === undefined ? {} : { sasl: options.sasl }),
     connectionTimeout: options.connectionTimeoutMs ?? 3000,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     logLevel: KafkaLogLevel.INFO,

@@ -1,6 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { Agent as UndiciAgent, fetch as undiciFetch, type RequestInit } from 'undici';
+import type { Config } from '../config.js';
 import { LoaderError } from '../errors.js';
 import { packageRoot } from '../stack/settings.js';
 
@@ -25,10 +29,19 @@ export interface Registry {
   ping(): Promise<void>;
 }
 
-export function createRegistry(baseUrl: string): Registry {
-  const client = new SchemaRegistry({ host: baseUrl });
+export type RegistrySettings = Pick<Config, 'schemaRegistryUrl' | 'schemaRegistryUsername' | 'schemaRegistryPassword' | 'schemaRegistryCaFile'>;
+
+/** `target`: the registry's base URL, or the configuration (URL, basic auth, CA of an https URL). */
+export function createRegistry(target: string | RegistrySettings): Registry {
+  const settings: RegistrySettings = typeof target === 'string' ? { schemaRegistryUrl: target, schemaRegistryUsername: undefined, schemaRegistryPassword: undefined, schemaRegistryCaFile: undefined } : target;
+  const baseUrl = settings.schemaRegistryUrl;
+  const ca = settings.schemaRegistryCaFile ? readFileSync(settings.schemaRegistryCaFile) : undefined;
+  const auth = settings.schemaRegistryUsername && settings.schemaRegistryPassword ? { username: settings.schemaRegistryUsername, password: settings.schemaRegistryPassword } : undefined;
+  const client = new SchemaRegistry({ host: baseUrl, ...(auth ? { auth } : {}), ...(ca ? { agent: new HttpsAgent({ ca, keepAlive: true }) } : {}) });
+  const dispatcher = ca ? new UndiciAgent({ connect: { ca } }) : undefined;
+  const authorization = auth ? { Authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` } : {};
   const api = (path: string, init?: RequestInit) =>
-    fetch(`${baseUrl}${path}`, { ...init, headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json', ...init?.headers } });
+    undiciFetch(`${baseUrl}${path}`, { ...init, ...(dispatcher ? { dispatcher } : {}), headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json', ...authorization, ...(init?.headers as Record<string, string> | undefined) } });
 
   const register = async (subject: string, schema: string): Promise<number> => {
     try {

@@ -24,10 +24,27 @@ export function readStackPorts(dir: string): StackPorts {
   if (!existsSync(file)) return defaultStackPorts;
   try {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackPorts>;
-    return { ...defaultStackPorts, ...saved };
+    return {
+      kafka: saved.kafka ?? defaultStackPorts.kafka,
+      kafkaController: saved.kafkaController ?? defaultStackPorts.kafkaController,
+      registry: saved.registry ?? defaultStackPorts.registry,
+      postgres: saved.postgres ?? defaultStackPorts.postgres,
+    };
   } catch {
     // A corrupt state file only loses remembered ports; `stack up` rewrites it.
     return defaultStackPorts;
+  }
+}
+
+/** The Kafka line (`stack up --kafka-version`) the stack in `dir` was last brought up with, if recorded. */
+export function readStackKafkaVersion(dir: string): string | undefined {
+  const file = join(dir, 'stack.json');
+  if (!existsSync(file)) return undefined;
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { kafkaVersion?: unknown };
+    return typeof saved.kafkaVersion === 'string' ? saved.kafkaVersion : undefined;
+  } catch {
+    return undefined;
   }
 }
 

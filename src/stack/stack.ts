@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError, errorMessage } from '../errors.js';
-import { kafkaService } from './kafka-service.js';
+import { DEFAULT_KAFKA_LINE, type KafkaLine } from './kafka-lines.js';
+import { kafkaService, runningKafkaLine } from './kafka-service.js';
 import { postgresService } from './postgres-service.js';
 import { portInUse } from './processes.js';
 import { registryService } from './registry-service.js';
@@ -11,6 +12,8 @@ import { stackConnectionSettings, type StackPorts } from './settings.js';
 export interface StackOptions {
   dir: string;
   ports: StackPorts;
+  /** The Kafka release line to run (default: the newest). */
+  kafkaLine?: KafkaLine;
   /** Human progress lines (the CLI prints them on stderr). */
   progress?: (line: string) => void;
   /** How long each service may take to answer after start, in milliseconds. Default 120000. */
@@ -19,13 +22,15 @@ export interface StackOptions {
 
 export interface ServiceStatus {
   name: string;
+  /** What runs, when it is worth saying (the Kafka release). */
+  version?: string;
   port: number;
   pid: number | undefined;
   state: 'running' | 'stopped';
 }
 
 function services(o: StackOptions): StackService[] {
-  return [postgresService(o.dir, o.ports.postgres), kafkaService(o.dir, o.ports.kafka, o.ports.kafkaController), registryService(o.dir, o.ports.registry)];
+  return [postgresService(o.dir, o.ports.postgres), kafkaService(o.dir, o.ports.kafka, o.ports.kafkaController, { line: o.kafkaLine ?? DEFAULT_KAFKA_LINE }), registryService(o.dir, o.ports.registry)];
 }
 
 /**
@@ -36,6 +41,14 @@ function services(o: StackOptions): StackService[] {
 export async function stackUp(o: StackOptions): Promise<Record<string, string>> {
   const progress = o.progress ?? (() => {});
   mkdirSync(o.dir, { recursive: true });
+  const line = o.kafkaLine ?? DEFAULT_KAFKA_LINE;
+  const running = runningKafkaLine(o.dir);
+  // Each line has its own data folder: a running broker of another line would be "already
+  // running" with the data of that line, which is not what was asked for.
+  if (running !== undefined && running !== line) {
+    const name = running === 'unknown' ? 'another Kafka' : `Kafka ${running.version}`;
+    throw new UserError(`kafka: ${name} is running; run \`billing-loader stack down\` first to switch to Kafka ${line.version} (each line keeps its own data)`);
+  }
   const all = services(o);
   // allSettled: a failure of one service is reported after the others settled, not while they still start.
   const results = await Promise.allSettled(
@@ -61,7 +74,7 @@ export async function stackUp(o: StackOptions): Promise<Record<string, string>> 
   );
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  writeFileSync(join(o.dir, 'stack.json'), JSON.stringify(o.ports, null, 2));
+  writeFileSync(join(o.dir, 'stack.json'), JSON.stringify({ ...o.ports, kafkaVersion: line.name }, null, 2));
   return stackConnectionSettings(o.ports);
 }
 
@@ -80,6 +93,7 @@ export async function stackDown(o: StackOptions): Promise<void> {
 export function stackStatus(o: StackOptions): ServiceStatus[] {
   return services(o).map((s) => {
     const pid = s.runningPid();
-    return { name: s.name, port: s.port, pid, state: pid === undefined ? 'stopped' : 'running' };
+    const line = s.name === 'kafka' && pid !== undefined ? runningKafkaLine(o.dir) : undefined;
+    return { name: s.name, port: s.port, pid, state: pid === undefined ? 'stopped' : 'running', ...(line && line !== 'unknown' ? { version: `Kafka ${line.version}` } : {}) };
   });
 }

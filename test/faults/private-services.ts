@@ -1,7 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kafkaService } from '../../src/stack/kafka-service.js';
+import { DEFAULT_KAFKA_LINE } from '../../src/stack/kafka-lines.js';
+import { installKafkaLine, kafkaLibsDir, kafkaService, type KafkaServiceOptions } from '../../src/stack/kafka-service.js';
 import { postgresService } from '../../src/stack/postgres-service.js';
 import type { StackService } from '../../src/stack/service.js';
 import { defaultStackDir } from '../../src/stack/settings.js';
@@ -22,16 +23,23 @@ export interface PrivateService {
 }
 
 const stackDir = process.env.STACK_DIR || defaultStackDir;
-const kafkaLibs = join(stackDir, 'kafka', 'libs');
-export const nativeKafka = existsSync(join(kafkaLibs, '.installed'));
+/** The native stack is in use (its folder holds a Kafka), so a JVM and mvn are at hand. */
+export const nativeKafka = existsSync(join(stackDir, 'kafka'));
 
-export async function startPrivateKafka(): Promise<PrivateService> {
+/**
+ * A private broker of `options.line` (default: the stack's default line), secured if asked
+ * (its CA and users: secureKafkaAccess(folder)). The line's jars are resolved once into the
+ * stack folder, and shared from there.
+ */
+export async function startPrivateKafka(options: KafkaServiceOptions = {}): Promise<PrivateService & { folder: string }> {
+  const line = options.line ?? DEFAULT_KAFKA_LINE;
+  await installKafkaLine(stackDir, line, (l) => process.stderr.write(`[private kafka] ${l}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'fault-kafka-'));
-  mkdirSync(join(dir, 'kafka'), { recursive: true });
-  symlinkSync(kafkaLibs, join(dir, 'kafka', 'libs'));
+  mkdirSync(join(dir, 'kafka', line.name), { recursive: true });
+  symlinkSync(kafkaLibsDir(stackDir, line), kafkaLibsDir(dir, line));
   const port = await freePort();
-  const service = kafkaService(dir, port, await freePort());
-  return launch(service, dir, `127.0.0.1:${port}`);
+  const service = kafkaService(dir, port, await freePort(), options);
+  return { ...(await launch(service, dir, `127.0.0.1:${port}`)), folder: dir };
 }
 
 export async function startPrivatePostgres(): Promise<PrivateService> {

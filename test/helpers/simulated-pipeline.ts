@@ -5,7 +5,7 @@ import type { Config } from '../../src/config.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
-import { createKafka } from '../../src/kafka/client.js';
+import { createKafka, kafkaConnection } from '../../src/kafka/client.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { startPipeline, type RunningPipeline } from '../../src/pipeline.js';
@@ -35,7 +35,7 @@ export async function startSimulatedPipeline(options: {
   sim: SimulatorOptions;
   maxConcurrency?: number;
   frontApi?: (sandboxUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
-  /** Settings on top of the test defaults (e.g. shorter reread windows). */
+  /** Settings over the test services' (e.g. another broker and its credentials, shorter reread windows). */
   env?: Record<string, string>;
   /** Settings over the test configuration (e.g. `opsPort: 0`). */
   config?: Partial<Config>;
@@ -53,8 +53,8 @@ export async function startSimulatedPipeline(options: {
     maxConcurrency: options.maxConcurrency ?? 16,
     logger: log,
   });
-  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: options.name, log });
-  const registry = createRegistry(config.schemaRegistryUrl);
+  const kafka = createKafka({ ...kafkaConnection(config), clientId: options.name, log });
+  const registry = createRegistry(config);
   const pipeline = await startPipeline({ kafka, registry, reader: api, log, metrics: createMetrics(), health: createHealth() }, { ...config, ingressPort: 0, ...options.config }, { host: '127.0.0.1', maxPauseMs: 1000 });
   sim.setWebhookUrl(`${pipeline.ingress.url}/webhooks`);
   return {

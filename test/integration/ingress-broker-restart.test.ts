@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kafkaService } from '../../src/stack/kafka-service.js';
+import { DEFAULT_KAFKA_LINE } from '../../src/stack/kafka-lines.js';
+import { installKafkaLine, kafkaLibsDir, kafkaService } from '../../src/stack/kafka-service.js';
 import type { StackService } from '../../src/stack/service.js';
 import { defaultStackDir } from '../../src/stack/settings.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -14,8 +15,8 @@ import { freePort, startTestIngress, type TestIngress } from './ingress-harness.
  * free ports) and stops, pauses and restarts that one. It needs the native stack's jars and a
  * JVM; where the stack runs in containers instead, the file is skipped.
  */
-const kafkaLibs = join(process.env.STACK_DIR || defaultStackDir, 'kafka', 'libs');
-const nativeStack = existsSync(join(kafkaLibs, '.installed'));
+const stackDir = process.env.STACK_DIR || defaultStackDir;
+const nativeStack = existsSync(join(stackDir, 'kafka'));
 
 let dir: string;
 let broker: StackService;
@@ -24,8 +25,9 @@ let t: TestIngress;
 beforeAll(async () => {
   if (!nativeStack) return;
   dir = mkdtempSync(join(tmpdir(), 'ingress-broker-'));
-  mkdirSync(join(dir, 'kafka'), { recursive: true });
-  symlinkSync(kafkaLibs, join(dir, 'kafka', 'libs'));
+  await installKafkaLine(stackDir, DEFAULT_KAFKA_LINE, () => undefined);
+  mkdirSync(join(dir, 'kafka', DEFAULT_KAFKA_LINE.name), { recursive: true });
+  symlinkSync(kafkaLibsDir(stackDir), kafkaLibsDir(dir));
   const port = await freePort();
   broker = kafkaService(dir, port, await freePort());
   await broker.start();

@@ -53,7 +53,8 @@ describe('billing-loader stack', () => {
     const status = await runCli(['stack', 'status'], env);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/postgres\s+running\s+port 25432/);
-    expect(status.stdout).toMatch(/kafka\s+running\s+port 29092/);
+    // The newest line is the default.
+    expect(status.stdout).toMatch(/kafka\s+running\s+port 29092\s+pid \d+\s+Kafka 4\.4\.0/);
     expect(status.stdout).toMatch(/schema-registry\s+running\s+port 28081/);
 
     const down = await runCli(['stack', 'down'], env);
@@ -62,6 +63,28 @@ describe('billing-loader stack', () => {
     const after = await runCli(['stack', 'status'], env);
     expect(after.code).toBe(3);
     expect(after.stdout.match(/stopped/g)).toHaveLength(3);
+  });
+
+  it('runs the Kafka line asked for, remembers it, and will not switch lines under a running broker', { timeout: 300_000 }, async () => {
+    const up = await runCli(['stack', 'up', '--kafka-version', '3.9'], env);
+    expect(up.stderr).not.toMatch(/billing-loader:/);
+    expect(up.code).toBe(0);
+    expect((await runCli(['stack', 'status'], env)).stdout).toMatch(/kafka\s+running\s+port 29092\s+pid \d+\s+Kafka 3\.9\.1/);
+
+    const again = await runCli(['stack', 'up'], env);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/kafka: already running/);
+
+    const other = await runCli(['stack', 'up', '--kafka-version', '4.4'], env);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/^billing-loader: kafka: Kafka 3\.9\.1 is running; run `billing-loader stack down` first to switch to Kafka 4\.4\.0/m);
+    expect((await runCli(['stack', 'down'], env)).code).toBe(0);
+  });
+
+  it('rejects an unknown Kafka line with exit 2 and one line', async () => {
+    const result = await runCli(['stack', 'up', '--kafka-version', '2.8'], env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--kafka-version <line>' argument '2.8' is invalid. expected one of 3.9, 4.4/);
   });
 
   it('refuses a busy port in one line naming the port', async () => {
