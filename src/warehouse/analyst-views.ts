@@ -110,7 +110,7 @@ function errorsSql(typed: TypedColumns): string {
       .join(',\n                ');
     return `SELECT ${lit(RESOURCE_TYPE_INFO[type].table)}::text AS resource, c.column_name::text, c.json_key::text, c.sql_type::text,
        count(*) AS versions, min(r.fetched_at) AS first_valid_from, max(r.fetched_at) AS last_valid_from,
-       (array_agg(r.resource_id ORDER BY r.fetched_at DESC))[1] AS last_resource_id
+       (array_agg(r.resource_id ORDER BY r.fetched_at DESC, r.resource_id DESC))[1] AS last_resource_id
   FROM resource_versions r
   CROSS JOIN LATERAL (VALUES ${values}) c(column_name, json_key, sql_type, value, typed_is_null)
  WHERE r.resource_type = ${lit(type)} AND NOT r.deleted
