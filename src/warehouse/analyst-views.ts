@@ -17,14 +17,14 @@ export const TYPED_COLUMN_ERRORS_VIEW = 'typed_column_errors';
 
 const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-/** The typed value of one column from a body, its key matched in any letter case. */
-function typedValue(body: string, c: TypedColumn): string {
-  return `wh_as_${c.type}(${fieldValue(body, c)})`;
+/** The typed value of one column of version `r`, its key matched in any letter case. */
+function typedValue(r: string, c: TypedColumn): string {
+  return `wh_as_${c.type}(${fieldValue(r, c)})`;
 }
 
-function fieldValue(body: string, c: TypedColumn): string {
+function fieldValue(r: string, c: TypedColumn): string {
   const camel = c.key.charAt(0).toLowerCase() + c.key.slice(1);
-  return `wh_field(${body}, ${lit(c.key)}, ${lit(camel)}, ${lit(c.key.toLowerCase())})`;
+  return `wh_field(${r}.body, ${lit(c.key)}, ${lit(camel)}, ${lit(c.key.toLowerCase())})`;
 }
 
 /**
@@ -50,7 +50,7 @@ function versionColumns(type: ResourceType, typed: readonly TypedColumn[], lates
     // received_at index, which reads the whole table when the event is old.
     '(SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id) AS notified_at',
     'r.loaded_at',
-    ...typed.map((c) => `${typedValue('r.body', c)} AS ${quoteIdent(c.column)}`),
+    ...typed.map((c) => `${typedValue('r', c)} AS ${quoteIdent(c.column)}`),
   ].join(',\n       ');
 }
 
@@ -106,7 +106,7 @@ function latestSql(): string {
 function errorsSql(typed: TypedColumns): string {
   const parts = RESOURCE_TYPES.filter((t) => typed[t].length > 0).map((type) => {
     const values = typed[type]
-      .map((c) => `(${lit(c.column)}, ${lit(c.key)}, ${lit(c.type)}, ${fieldValue('r.body', c)}, ${typedValue('r.body', c)} IS NULL)`)
+      .map((c) => `(${lit(c.column)}, ${lit(c.key)}, ${lit(c.type)}, ${fieldValue('r', c)}, ${typedValue('r', c)} IS NULL)`)
       .join(',\n                ');
     return `SELECT ${lit(RESOURCE_TYPE_INFO[type].table)}::text AS resource, c.column_name::text, c.json_key::text, c.sql_type::text,
        count(*) AS versions, min(r.fetched_at) AS first_valid_from, max(r.fetched_at) AS last_valid_from,

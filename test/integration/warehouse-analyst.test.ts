@@ -222,11 +222,15 @@ describe('the mapping', () => {
     const typed = await loadTypedColumns();
     const dir = await mkdtemp(join(tmpdir(), 'typed-columns-'));
     const file = join(dir, 'typed-columns.json');
-    await writeFile(file, JSON.stringify({ ...typed, Contract: [...typed.Contract, { column: 'reference_code_upper', key: 'referenceCode', type: 'text' }] }));
-    await insert('Contract', 'm-1', 1, '2025-09-01T00:00:00Z', { REFERENCECODE: 'C-1' });
+    const extra = [
+      { column: 'reference_code_upper', key: 'referenceCode', type: 'text' },
+      { column: 'phases', key: 'Phases', type: 'jsonb' },
+    ];
+    await writeFile(file, JSON.stringify({ ...typed, Contract: [...typed.Contract, ...extra] }));
+    await insert('Contract', 'm-1', 1, '2025-09-01T00:00:00Z', { REFERENCECODE: 'C-1', pHaSeS: [{ Type: 'Trial' }] });
     await migrate(pool, { schema: config.databaseSchema, log, typedColumnsFile: file });
-    const { rows } = await pool.query(`SELECT reference_code_upper FROM ${s}.contract_current WHERE resource_id = 'm-1'`);
-    expect(rows).toEqual([{ reference_code_upper: 'C-1' }]);
+    const { rows } = await pool.query(`SELECT reference_code_upper, phases FROM ${s}.contract_current WHERE resource_id = 'm-1'`);
+    expect(rows).toEqual([{ reference_code_upper: 'C-1', phases: [{ Type: 'Trial' }] }]);
     const asOf = await pool.query(`SELECT reference_code_upper FROM ${s}.contract_as_of(now()) WHERE resource_id = 'm-1'`);
     expect(asOf.rows).toEqual([{ reference_code_upper: 'C-1' }]);
 
