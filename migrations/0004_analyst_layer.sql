@@ -25,12 +25,15 @@ SELECT DISTINCT ON (resource_type, resource_id) resource_type, resource_id, vers
 -- and lower-case forms are direct lookups; only a body in yet another case pays for the scan.
 -- SQL-standard bodies (RETURN / BEGIN ATOMIC) are bound to the objects when created, so they
 -- do not depend on the caller's search_path and survive the rename of a rebuild's swap.
+-- Each use of a stored body decompresses it again (a 2 KB body is compressed by TOAST), which is
+-- most of a typed column's cost: the common case touches the body once. `->` on a body that is
+-- not an object gives NULL; only the scan needs the guard.
 CREATE FUNCTION wh_field(body jsonb, exact text, camel text, folded text) RETURNS jsonb
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN CASE WHEN jsonb_typeof(body) = 'object' THEN
-  COALESCE(body -> exact, body -> camel, body -> folded,
-           (SELECT e.value FROM jsonb_each(body) AS e WHERE lower(e.key) = folded LIMIT 1))
-END;
+RETURN COALESCE(body -> exact, body -> camel, body -> folded,
+                CASE WHEN jsonb_typeof(body) = 'object' THEN
+                  (SELECT e.value FROM jsonb_each(body) AS e WHERE lower(e.key) = folded LIMIT 1)
+                END);
 
 -- A JSON value as one SQL type, NULL when it does not cast (never an error that breaks a query;
 -- typed_column_errors counts those). JSON null and a missing key are NULL too, and not errors.
