@@ -5,6 +5,8 @@ import type pg from 'pg';
 import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { packageRoot } from '../stack/settings.js';
+import { createAnalystObjects } from '../warehouse/analyst-views.js';
+import { loadTypedColumns } from '../warehouse/typed-columns.js';
 import { quoteIdent } from './pool.js';
 
 export const migrationsDir = join(packageRoot, 'migrations');
@@ -13,6 +15,8 @@ export interface MigrateOptions {
   /** Schema that receives the warehouse; the SQL files use unqualified names inside it. */
   schema: string;
   dir?: string;
+  /** The typed column mapping of the analyst views; default warehouse/typed-columns.json. */
+  typedColumnsFile?: string;
   log: Logger;
 }
 
@@ -42,6 +46,10 @@ async function readMigrations(dir: string): Promise<Migration[]> {
  * set to the target schema, recording each in `<schema>.schema_migrations`. A transaction-level
  * advisory lock per schema makes concurrent runs wait for each other instead of racing; a file
  * that changed after it was applied is refused (migrations are append-only).
+ *
+ * Then, in one more transaction under the same lock, the analyst views and functions are
+ * recreated from the typed column mapping: they are derived, not history, so every run may
+ * replace them, and a user extends the mapping by editing it and migrating again.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
@@ -79,6 +87,17 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         }
         options.log.info('migration applied', { migration: m.name, schema: options.schema });
         result.applied.push(m.name);
+      }
+      const typed = await loadTypedColumns(options.typedColumnsFile);
+      await client.query('BEGIN');
+      try {
+        await client.query(`SET LOCAL search_path TO ${schema}, public`);
+        const objects = await createAnalystObjects(client, options.schema, typed);
+        await client.query('COMMIT');
+        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length });
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw err;
       }
     } finally {
       await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`billing-loader.migrate:${options.schema}`]);

@@ -40,6 +40,11 @@ export interface SinkHarness {
    * over every column but `loaded_at`: when a row landed describes the load, not the history.
    */
   rowDifference(a: string, b: string, relation: string): Promise<number>;
+  /**
+   * Every view of schema `a`, the heads table, and each `<t>_as_of` at several moments of the
+   * history, compared with `b` as rowDifference does: one `name: n` line per relation that differs.
+   */
+  analystDifferences(a: string, b: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -147,6 +152,37 @@ export async function createSinkHarness(config: Config): Promise<SinkHarness> {
       const cols = rows.map((r) => r.c).join(', ');
       const sql = `SELECT count(*) n FROM ((SELECT ${cols} FROM ${a}.${relation} EXCEPT ALL SELECT ${cols} FROM ${b}.${relation}) UNION ALL (SELECT ${cols} FROM ${b}.${relation} EXCEPT ALL SELECT ${cols} FROM ${a}.${relation})) d`;
       return Number((await pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
+    },
+    async analystDifferences(a, b) {
+      const differ = async (relation: string, from: (schema: string) => string) => {
+        const { rows } = await pool.query<{ c: string }>(
+          `SELECT quote_ident(column_name) AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name <> 'loaded_at' ORDER BY ordinal_position`,
+          [a.replace(/^"|"$/g, ''), relation],
+        );
+        const cols = rows.map((r) => r.c).join(', ');
+        const sql = `SELECT count(*) n FROM ((SELECT ${cols} FROM ${from(a)} EXCEPT ALL SELECT ${cols} FROM ${from(b)}) UNION ALL (SELECT ${cols} FROM ${from(b)} EXCEPT ALL SELECT ${cols} FROM ${from(a)})) d`;
+        return Number((await pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
+      };
+      const plain = a.replace(/^"|"$/g, '');
+      const views = (await pool.query<{ v: string }>(`SELECT table_name AS v FROM information_schema.views WHERE table_schema = $1 ORDER BY 1`, [plain])).rows.map((r) => r.v);
+      const problems: string[] = [];
+      for (const relation of [...views, 'resource_heads']) {
+        const n = await differ(relation, (schema) => `${schema}.${quoteIdent(relation)}`);
+        if (n > 0) problems.push(`${relation}: ${n}`);
+      }
+      const moments = (
+        await pool.query<{ at: Date }>(
+          `SELECT DISTINCT unnest(ARRAY[min(fetched_at), percentile_disc(0.3) WITHIN GROUP (ORDER BY fetched_at), percentile_disc(0.7) WITHIN GROUP (ORDER BY fetched_at), max(fetched_at), now()]) AS at FROM ${a}.resource_versions`,
+        )
+      ).rows.map((r) => r.at.toISOString());
+      const functions = views.filter((v) => v.endsWith('_current')).map((v) => v.replace(/_current$/, '_as_of'));
+      for (const fn of functions) {
+        for (const at of moments) {
+          const n = await differ(fn.replace(/_as_of$/, '_current'), (schema) => `${schema}.${quoteIdent(fn)}('${at}')`);
+          if (n > 0) problems.push(`${fn}('${at}'): ${n}`);
+        }
+      }
+      return problems;
     },
     async count(sql) {
       const { rows } = await pool.query<{ n: string }>(sql);

@@ -26,7 +26,8 @@ describe('sink: versions and webhooks land with the exact columns and values', (
       snapshot('Customer', 'cu-9', 2, null, { fetched_at: Date.UTC(2025, 0, 3) }),
     ];
     await h.produceSnapshots(records);
-    const hooks = [webhook('ContractCreated', { ContractId: 'ct-1' }, Date.UTC(2025, 0, 1, 9, 59, 59, 7)), webhook('SomethingNew', { Extra: [1, 2, { x: null }] })];
+    // The first webhook is the one both contract versions cite (e1); e2 never arrives.
+    const hooks = [{ ...webhook('ContractCreated', { ContractId: 'ct-1' }, Date.UTC(2025, 0, 1, 9, 59, 59, 7)), event_id: e1 }, webhook('SomethingNew', { Extra: [1, 2, { x: null }] })];
     await h.produceWebhooks(hooks);
 
     const sink = await h.startSink();
@@ -65,17 +66,24 @@ describe('sink: versions and webhooks land with the exact columns and values', (
     expect(JSON.parse(rows[0].body_text as string).Note).toBe(contractV1.Note);
 
     // The public view answers the same values under the INTERFACE.md names.
-    const history = await h.pool.query(`SELECT * FROM ${h.table('contract_history')} ORDER BY version`);
+    // notified_at: the earliest receipt among the webhooks a version cites that the warehouse holds.
+    const history = await h.pool.query(
+      `SELECT resource_id, version, valid_from, valid_to, is_current, deleted, body, content_hash, source_event_id, source_event, customer_id, notified_at
+         FROM ${h.table('contract_history')} ORDER BY version`,
+    );
+    const notified = new Date(Date.UTC(2025, 0, 1, 9, 59, 59, 7));
     expect(history.rows).toEqual([
       {
         resource_id: 'ct-1', version: 1, valid_from: new Date(Date.UTC(2025, 0, 1, 10, 0, 0, 123)), valid_to: new Date(Date.UTC(2025, 0, 2)), is_current: false, deleted: false,
-        body: contractV1, content_hash: contentHash(JSON.stringify(contractV1)), source_event_id: e1, source_event: 'ContractCreated', customer_id: 'cu-9',
+        body: contractV1, content_hash: contentHash(JSON.stringify(contractV1)), source_event_id: e1, source_event: 'ContractCreated', customer_id: 'cu-9', notified_at: notified,
       },
       {
         resource_id: 'ct-1', version: 2, valid_from: new Date(Date.UTC(2025, 0, 2)), valid_to: null, is_current: true, deleted: false,
-        body: contractV2, content_hash: contentHash(JSON.stringify(contractV2)), source_event_id: e2, source_event: 'ContractChanged', customer_id: 'cu-9',
+        body: contractV2, content_hash: contentHash(JSON.stringify(contractV2)), source_event_id: e2, source_event: 'ContractChanged', customer_id: 'cu-9', notified_at: notified,
       },
     ]);
+    const current = await h.pool.query(`SELECT resource_id, version, notified_at, loaded_at FROM ${h.table('contract_current')}`);
+    expect(current.rows).toEqual([{ resource_id: 'ct-1', version: 2, notified_at: notified, loaded_at: expect.any(Date) }]);
 
     const events = await h.pool.query(`SELECT event_id, event, received_at, payload FROM ${h.table('webhook_events')} ORDER BY received_at`);
     expect(events.rows).toEqual(

@@ -3,6 +3,7 @@ import { RESOURCE_TYPES } from '../../src/billing-api/resource-types.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
+import { asOfFunction, changesView } from '../../src/warehouse/analyst-views.js';
 import { ANALYST_ROLE, WRITER_ROLE, currentView, historyView } from '../../src/warehouse/resource-types.js';
 import { testConfig, uniqueSuffix } from '../helpers/environment.js';
 
@@ -90,13 +91,36 @@ describe('warehouse roles', () => {
     });
   });
 
-  it('the writer appends to both tables', async () => {
+  it('the analyst reads every view and <t>_as_of function of the analyst layer, and no table but webhook_events', async () => {
+    const views = await pool.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.views WHERE table_schema = $1 ORDER BY 1`, [config.databaseSchema]);
+    const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)])].sort();
+    expect(views.rows.map((r) => r.name)).toEqual(expected);
+    const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
+    expect(tables.rows.map((r) => r.name)).toEqual(['resource_heads', 'resource_versions', 'schema_migrations', 'webhook_events']);
+    await as(ANALYST_ROLE, async (q) => {
+      for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
+      for (const type of RESOURCE_TYPES) await q(`SELECT * FROM ${s}.${quoteIdent(asOfFunction(type))}(now())`);
+      expect(await q(`SELECT resource_id, customer_id FROM ${s}.contract_as_of(now())`)).toEqual([{ resource_id: 'c-1', customer_id: 'cu' }]);
+      const denied = { code: '42501' };
+      for (const table of ['resource_heads', 'resource_versions', 'schema_migrations']) {
+        await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
+      }
+      await expect(q(`INSERT INTO ${s}.resource_heads VALUES ('Contract', 'x', 1, now(), false)`)).rejects.toMatchObject(denied);
+      for (const v of expected) {
+        const [row] = (await q(`SELECT has_table_privilege('${ANALYST_ROLE}', '${s}.${quoteIdent(v)}', 'INSERT,UPDATE,DELETE,TRUNCATE') AS w`)) as { w: boolean }[];
+        expect(row, v).toEqual({ w: false });
+      }
+    });
+  });
+
+  it('the writer appends to both tables, and its appends move the heads behind <t>_current', async () => {
     await as(WRITER_ROLE, async (q) => {
       await q(`INSERT INTO ${s}.webhook_events VALUES (gen_random_uuid(), 'X', now(), '{}')`);
       await q(
         `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset) VALUES ('Order','o',1,now(),true,null,'deleted','{}','{}',0,0)`,
       );
       expect(await q(`SELECT count(*)::int AS n FROM ${s}.resource_versions WHERE resource_type = 'Order'`)).toEqual([{ n: 1 }]);
+      expect(await q(`SELECT resource_id, version, deleted FROM ${s}.resource_latest WHERE resource_type = 'Order'`)).toEqual([{ resource_id: 'o', version: 1, deleted: true }]);
     });
   });
 });

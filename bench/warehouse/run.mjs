@@ -1,0 +1,364 @@
+#!/usr/bin/env node
+// Analyst layer benchmark. Not a test: it measures and prints, it asserts nothing.
+//
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--keep]
+//
+// 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
+//    server-side (INSERT ... SELECT, through the same trigger that keeps the heads): bodies of
+//    about 2 KB with the simulator's fields, about five versions per resource (1 to 9), one
+//    version in ten with camelCase keys, 2 % of resources deleted, two years and nine months of
+//    valid_from; then ANALYZE;
+// 2. times the analyst queries, each the median of --runs runs (default 5), and the same
+//    questions on the views as they were before the analyst layer (migration 0002's
+//    definitions, in a side schema over the same table), --old-runs runs (default 3; 0 skips);
+// 3. loads M snapshot records (default 200,000; 0 skips) through the real sink (Kafka, registry,
+//    startSink) into another fresh warehouse, and the same rows with plain COPY into a table
+//    with the same columns and indexes and no trigger, timing only the COPYs.
+// DATABASE_URL etc. from the environment (the local stack by default); private schemas and
+// topics, dropped at the end unless --keep.
+import { createHash, randomBytes } from 'node:crypto';
+import { cpus, totalmem } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../../dist/config.js';
+import { migrate } from '../../dist/db/migrate.js';
+import { createPool, quoteIdent } from '../../dist/db/pool.js';
+import { createHealth } from '../../dist/health.js';
+import { createKafka, defaultPartitioner } from '../../dist/kafka/client.js';
+import { ensureTopics, pipelineTopicSpecs, topicNames } from '../../dist/kafka/topics.js';
+import { createLogger } from '../../dist/log.js';
+import { createMetrics } from '../../dist/metrics.js';
+import { createRegistry } from '../../dist/registry/registry.js';
+import { snapshotLine } from '../../dist/sink/batch-writer.js';
+import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
+import { copyFrom } from '../../dist/warehouse/copy-from.js';
+
+const { values: args } = parseArgs({
+  options: {
+    versions: { type: 'string', default: '1000000' },
+    runs: { type: 'string', default: '5' },
+    'old-runs': { type: 'string', default: '3' },
+    'sink-records': { type: 'string', default: '200000' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const N = Number(args.versions);
+const RUNS = Number(args.runs);
+const OLD_RUNS = Number(args['old-runs']);
+const M = Number(args['sink-records']);
+const TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'];
+const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().slice(11, 19)} ${line}\n`);
+
+const suffix = randomBytes(3).toString('hex');
+const config = loadConfig({ ...process.env, TOPIC_PREFIX: `benchwh_${suffix}`, DATABASE_SCHEMA: `benchwh_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+const schema = config.databaseSchema;
+const oldSchema = `${schema}_old`;
+const sinkSchema = `${schema}_sink`;
+const copySchema = `${schema}_copy`;
+const S = quoteIdent(schema);
+const O = quoteIdent(oldSchema);
+const log = createLogger(config.logLevel);
+const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'bench-warehouse', log, max: 4 });
+
+// Resources: on average five versions each (1 + (r*7) % 9 is 1..9, uniformly over r).
+const R = Math.max(8, Math.round(N / 5));
+const START = '2025-01-01T00:00:00Z';
+
+/**
+ * The body of version v of resource r (SQL over r, v, nv, cust, created, at): the simulator's
+ * fields, ~2 KB. The fields that vary are built per version; the rest come from one of 64
+ * templates (bodies built field by field cost most of the generation time). One version in ten
+ * spells its keys in camelCase, as the service may (spec 9.3).
+ */
+const VARYING = [
+  ['Id', `'r-' || r`],
+  ['CustomerId', 'cust'],
+  ['ContractId', `'r-' || (r - r % 8)`],
+  ['PlanId', `'plan-' || ((r + v / 3) % 12)`],
+  ['PlanVariantId', `'variant-' || ((r + v / 3) % 12) || '-' || (r % 2)`],
+  ['LifecycleStatus', `CASE WHEN v = nv AND r % 32 = 0 THEN 'Cancelled' WHEN v = 1 AND r % 3 = 0 THEN 'InTrial' ELSE 'Active' END`],
+  ['Status', `(ARRAY['Open', 'Sent', 'Paid', 'Completed', 'Failed'])[1 + (r + v) % 5]`],
+  ['StartDate', 'created'],
+  ['TrialEndDate', `CASE WHEN r % 3 = 0 THEN created + interval '14 days' END`],
+  ['CancellationDate', `CASE WHEN v = nv AND r % 32 = 0 THEN at END`],
+  ['CurrentPeriodStart', 'at'],
+  ['DocumentDate', 'at'],
+  ['DueDate', `at + interval '14 days'`],
+  ['TotalNet', `round((r % 1000)::numeric / 7, 2)`],
+  ['Amount', `round((r % 500)::numeric / 3, 2)`],
+  ['IsLocked', 'v % 7 = 0'],
+  ['DunningLevel', '1 + v % 3'],
+  ['TriggerDays', 'v * 7'],
+  ['Balance', '-(v * 10)'],
+];
+const camel = (k) => k.charAt(0).toLowerCase() + k.slice(1);
+const varying = (name) => `jsonb_build_object(${VARYING.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')})`;
+const BODY_SQL = `(CASE WHEN (r + v) % 10 = 0 THEN tpl.camel || ${varying(camel)} ELSE tpl.pascal || ${varying((k) => k)} END)`;
+
+/** 64 templates of the fields that do not vary, in both spellings. */
+async function createTemplates(target) {
+  await pool.query(`CREATE TABLE ${target}.bench_templates AS
+    SELECT i, b AS pascal, (SELECT jsonb_object_agg(lower(left(k, 1)) || substr(k, 2), val) FROM jsonb_each(b) AS e(k, val)) AS camel
+      FROM (SELECT i, jsonb_build_object(
+              'ExternalCustomerId', 'CRM-' || (10000 + i * 977),
+              'PlanName', 'Plan ' || (i % 12),
+              'Currency', (ARRAY['EUR', 'CHF', 'USD'])[1 + i % 3],
+              'EndDate', NULL,
+              'CurrentPeriodEnd', '2025-02-01T00:00:00Z',
+              'InvoiceNumber', 'INV-' || i,
+              'TotalVat', round(i::numeric / 7 * 0.19, 2),
+              'TotalGross', round(i::numeric / 7 * 1.19, 2),
+              'PaymentProvider', CASE WHEN i % 2 = 0 THEN 'Stripe' ELSE 'GoCardless' END,
+              'NoticePeriodDays', 30,
+              'Phases', jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', '2025-01-01T00:00:00Z', 'PlanId', 'plan-' || (i % 12), 'PlanVariantId', 'variant-' || (i % 12) || '-0')),
+              'PaymentBearer', jsonb_build_object('Type', 'CreditCard', 'Holder', 'Jane Q. Customer', 'CardType', 'Visa', 'Last4', (1000 + i * 37)::text, 'ExpiryMonth', 12, 'ExpiryYear', 2030),
+              'Address', jsonb_build_object('Street', 'Musterstraße', 'HouseNumber', i::text, 'PostalCode', '80331', 'City', 'München', 'Country', 'DE'),
+              'ComponentSubscriptions', (SELECT jsonb_agg(jsonb_build_object('Id', md5(i::text || k), 'ComponentId', 'comp-' || k, 'Quantity', k + i, 'StartDate', '2025-01-01T00:00:00Z')) FROM generate_series(1, 4) k),
+              'Notes', (SELECT string_agg(md5(i::text || k), ' ') FROM generate_series(1, 28) k)) AS b
+              FROM generate_series(0, 63) AS i) t`);
+}
+
+async function generate() {
+  await migrate(pool, { schema, log });
+  await createTemplates(S);
+  const chunk = 20_000;
+  const started = performance.now();
+  for (let a = 0; a < R; a += chunk) {
+    const b = Math.min(R, a + chunk);
+    await pool.query(
+      `INSERT INTO ${S}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
+       SELECT type, 'r-' || r, v, at, del, CASE WHEN del THEN NULL ELSE body END, md5(coalesce(body::text, 'deleted')), '{}', '{}',
+              CASE WHEN type = 'Contract' THEN cust END, 0, r::bigint * 10 + v
+         FROM generate_series($1::int, $2::int - 1) AS r
+         CROSS JOIN LATERAL (SELECT ($3::text[])[1 + r % 8] AS type, 1 + (r * 7) % 9 AS nv,
+                                    'cust-' || ((r::bigint * 7919) % ($4::int / 16 + 1)) AS cust,
+                                    $5::timestamptz + (r::float8 / $4::int) * interval '730 days' AS created) t
+         CROSS JOIN LATERAL generate_series(1, t.nv) AS v
+         CROSS JOIN LATERAL (SELECT created + (v - 1) * interval '29 days' + ((r * 13 + v * 7) % 86400) * interval '1 second' AS at,
+                                    (r % 50 = 0 AND v = nv AND v > 1) AS del) d
+         JOIN ${S}.bench_templates tpl ON tpl.i = (r * 31 + v) % 64
+         CROSS JOIN LATERAL (SELECT ${BODY_SQL} AS body) bd`,
+      [a, b, TYPES, R, START],
+    );
+    if ((a / chunk) % 10 === 0) say(`generated resources ${b}/${R}`);
+  }
+  const ms = performance.now() - started;
+  await pool.query(`VACUUM ANALYZE ${S}.resource_versions`);
+  await pool.query(`VACUUM ANALYZE ${S}.resource_heads`);
+  const { rows } = await pool.query(
+    `SELECT count(*)::bigint AS versions, avg(octet_length(body::text))::int AS body_bytes, pg_size_pretty(pg_total_relation_size('${schema}.resource_versions')) AS size FROM ${S}.resource_versions`,
+  );
+  return { ms, ...rows[0] };
+}
+
+/** Migration 0002's views (window and DISTINCT ON over the whole type), over the same table. */
+async function createOldViews() {
+  await pool.query(`CREATE SCHEMA ${O}`);
+  await pool.query(`CREATE VIEW ${O}.contract_history AS
+    SELECT resource_id, version, fetched_at AS valid_from, lead(fetched_at) OVER w AS valid_to, lead(version) OVER w IS NULL AS is_current,
+           deleted, body, content_hash, source_event_ids[1] AS source_event_id, source_events[1] AS source_event, customer_id
+      FROM ${S}.resource_versions WHERE resource_type = 'Contract' WINDOW w AS (PARTITION BY resource_id ORDER BY version)`);
+  await pool.query(`CREATE VIEW ${O}.contract_current AS
+    SELECT * FROM (SELECT DISTINCT ON (resource_id) resource_id, version, fetched_at AS valid_from, NULL::timestamptz AS valid_to, true AS is_current,
+                          deleted, body, content_hash, source_event_ids[1] AS source_event_id, source_events[1] AS source_event, customer_id
+                     FROM ${S}.resource_versions WHERE resource_type = 'Contract' ORDER BY resource_id, version DESC) latest
+     WHERE NOT deleted`);
+}
+
+const MONTH = ['2026-03-01', '2026-04-01'];
+const MONTH_ENDS = `generate_series('2025-12-31'::timestamptz, '2025-12-31'::timestamptz + interval '11 months', interval '1 month')`;
+const AS_OF = '2026-06-30T12:00:00Z';
+
+function queries(one, customer) {
+  return [
+    {
+      name: 'history of one resource',
+      now: [`SELECT * FROM ${S}.contract_history WHERE resource_id = $1 ORDER BY version`, [one]],
+      old: [`SELECT * FROM ${O}.contract_history WHERE resource_id = $1 ORDER BY version`, [one]],
+    },
+    {
+      name: 'current contracts by status',
+      now: [`SELECT status, count(*) FROM ${S}.contract_current GROUP BY 1 ORDER BY 1`, []],
+      old: [`SELECT body->>'LifecycleStatus' AS status, count(*) FROM ${O}.contract_current GROUP BY 1 ORDER BY 1`, []],
+    },
+    {
+      name: 'current contracts of one customer',
+      now: [`SELECT * FROM ${S}.contract_current WHERE customer_id = $1`, [customer]],
+      old: [`SELECT * FROM ${O}.contract_current WHERE customer_id = $1`, [customer]],
+    },
+    {
+      name: 'count of all contracts as of a date',
+      now: [`SELECT count(*) FROM ${S}.contract_as_of($1)`, [AS_OF]],
+      old: [`SELECT count(*) FROM ${O}.contract_history WHERE valid_from <= $1 AND (valid_to > $1 OR valid_to IS NULL) AND NOT deleted`, [AS_OF]],
+    },
+    {
+      name: 'active contracts by plan at 12 month-ends',
+      now: [`SELECT m, a.plan_id, count(*) FROM ${MONTH_ENDS} AS m CROSS JOIN LATERAL ${S}.contract_as_of(m) a WHERE a.status = 'Active' GROUP BY 1, 2`, []],
+      old: [
+        `SELECT m, h.body->>'PlanId', count(*) FROM ${MONTH_ENDS} AS m JOIN ${O}.contract_history h ON h.valid_from <= m AND (h.valid_to > m OR h.valid_to IS NULL)
+          WHERE NOT h.deleted AND h.body->>'LifecycleStatus' = 'Active' GROUP BY 1, 2`,
+        [],
+      ],
+    },
+    {
+      name: 'plan changes in one month',
+      now: [`SELECT resource_id, old_value, new_value FROM ${S}.contract_changes WHERE field = 'planid' AND valid_from >= $1 AND valid_from < $2`, MONTH],
+      old: [
+        `SELECT resource_id, p, pp FROM (SELECT resource_id, valid_from, body->>'PlanId' AS p, lag(body->>'PlanId') OVER (PARTITION BY resource_id ORDER BY version) AS pp FROM ${O}.contract_history) x
+          WHERE valid_from >= $1 AND valid_from < $2 AND pp IS NOT NULL AND p IS DISTINCT FROM pp`,
+        MONTH,
+      ],
+    },
+  ];
+}
+
+async function time([sql, params], runs) {
+  const times = [];
+  let rows = 0;
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    const result = await pool.query(sql, params);
+    times.push(performance.now() - t);
+    rows = result.rowCount ?? result.rows.length;
+  }
+  times.sort((a, b) => a - b);
+  return { ms: +times[Math.floor(times.length / 2)].toFixed(1), rows };
+}
+
+async function loadThroughSinkAndCopy() {
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'bench-warehouse', log });
+  const registry = createRegistry(config.schemaRegistryUrl);
+  const names = topicNames(config.topicPrefix);
+  const sinkConfig = { ...config, databaseSchema: sinkSchema };
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
+  await admin.disconnect();
+  try {
+    return await sinkAgainstCopy(kafka, registry, names, sinkConfig);
+  } finally {
+    if (!args.keep) {
+      const a = kafka.admin();
+      await a.connect();
+      await a.deleteTopics({ topics: Object.values(names) }).catch(() => undefined);
+      await a.deleteGroups([sinkGroupId(sinkConfig)]).catch(() => undefined);
+      await a.disconnect();
+    }
+  }
+}
+
+async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
+  // The same ~2 KB bodies, built in the database once, four versions per resource.
+  const resources = Math.ceil(M / 4);
+  const { rows: bodies } = await pool.query(
+    `SELECT r, ${BODY_SQL}::text AS body FROM generate_series(0, 63) AS r JOIN ${S}.bench_templates tpl ON tpl.i = r,
+            LATERAL (SELECT 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
+  );
+  const record = (i) => {
+    const r = i % resources;
+    const version = Math.floor(i / resources) + 1;
+    const base = bodies[(r + version) % bodies.length].body;
+    const body = `{"Version":${version},"Seq":${r},${base.slice(1)}`;
+    return {
+      resource_type: TYPES[r % 8],
+      resource_id: `s-${r}`,
+      version,
+      fetched_at: Date.UTC(2025, 0, 1) + i,
+      deleted: false,
+      content_hash: createHash('sha256').update(body).digest('hex'),
+      body,
+      source_event_ids: [],
+      source_events: [],
+      sources: [],
+    };
+  };
+  const schemaId = await registry.registerFile(`${names.snapshots}-value`, 'resource-snapshot.avsc');
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
+  await producer.connect();
+  for (let i = 0; i < M; i += 300) {
+    const messages = [];
+    for (let j = i; j < Math.min(M, i + 300); j++) {
+      const r = record(j);
+      messages.push({ key: `${r.resource_type}:${r.resource_id}`, value: await registry.encode(schemaId, r) });
+    }
+    await producer.send({ topic: names.snapshots, acks: -1, messages });
+  }
+  await producer.disconnect();
+  say(`produced ${M} snapshot records`);
+
+  await migrate(pool, { schema: sinkSchema, log });
+  const metrics = createMetrics();
+  const written = async () => (await metrics.getSingleMetric('billing_loader_sink_rows_written_total')?.get())?.values.reduce((s, v) => s + v.value, 0) ?? 0;
+  const started = performance.now();
+  const sink = await startSink({ log, metrics, health: createHealth() }, sinkConfig);
+  let firstAt;
+  for (;;) {
+    const n = await written();
+    if (n > 0 && firstAt === undefined) firstAt = performance.now();
+    if (n >= M) break;
+    await sleep(100);
+  }
+  const sinkDone = performance.now();
+  await sink.stop();
+  say(`sink wrote ${M} rows`);
+
+  // Plain COPY: same columns and indexes; no trigger (neither the heads nor the append-only fence)
+  // and no generated `fields`: the table as it was before the analyst layer.
+  await pool.query(`CREATE SCHEMA ${quoteIdent(copySchema)}`);
+  await pool.query(`CREATE TABLE ${quoteIdent(copySchema)}.resource_versions (LIKE ${quoteIdent(sinkSchema)}.resource_versions INCLUDING ALL EXCLUDING GENERATED)`);
+  const client = await pool.connect();
+  let copyMs = 0;
+  try {
+    for (let i = 0; i < M; i += 10_000) {
+      let text = '';
+      for (let j = i; j < Math.min(M, i + 10_000); j++) {
+        const r = record(j);
+        text += snapshotLine({
+          resourceType: r.resource_type, resourceId: r.resource_id, version: r.version, fetchedAtMs: r.fetched_at, deleted: false, body: r.body, contentHash: r.content_hash,
+          sourceEventIds: [], sourceEvents: [], customerId: null, coordinates: { topic: names.snapshots, partition: j % 6, offset: String(j) },
+        });
+      }
+      const t = performance.now();
+      await copyFrom(client, `COPY ${quoteIdent(copySchema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset) FROM STDIN`, text);
+      copyMs += performance.now() - t;
+    }
+  } finally {
+    client.release();
+  }
+  const heads = await pool.query(`SELECT count(*)::int AS n FROM ${quoteIdent(sinkSchema)}.resource_heads`);
+  const sinkMs = sinkDone - started;
+  return {
+    records: M,
+    heads: heads.rows[0].n,
+    sinkRowsPerSecond: Math.round(M / (sinkMs / 1000)),
+    steadySinkRowsPerSecond: Math.round(M / ((sinkDone - firstAt) / 1000)),
+    copyRowsPerSecond: Math.round(M / (copyMs / 1000)),
+    ratio: +(copyMs / sinkMs).toFixed(2),
+    steadyRatio: +(copyMs / (sinkDone - firstAt)).toFixed(2),
+  };
+}
+
+try {
+  say(`${N} versions over ${R} resources; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  const generated = await generate();
+  say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
+  await createOldViews();
+  const { rows: picks } = await pool.query(
+    `SELECT (SELECT resource_id FROM ${S}.resource_heads WHERE resource_type = 'Contract' AND version = 5 LIMIT 1) AS one,
+            (SELECT customer_id FROM ${S}.resource_versions WHERE resource_type = 'Contract' AND customer_id IS NOT NULL LIMIT 1) AS customer`,
+  );
+  const results = [];
+  for (const q of queries(picks[0].one, picks[0].customer)) {
+    const now = await time(q.now, RUNS);
+    const old = OLD_RUNS > 0 ? await time(q.old, OLD_RUNS) : undefined;
+    results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined });
+    say(`${q.name}: ${now.ms} ms (${now.rows} rows)${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}`);
+  }
+  const sink = M > 0 ? await loadThroughSinkAndCopy() : undefined;
+  if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio})`);
+  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, sink }, null, 2));
+} finally {
+  if (!args.keep) for (const s of [schema, oldSchema, sinkSchema, copySchema]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
+  await pool.end();
+}

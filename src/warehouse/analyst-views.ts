@@ -1,0 +1,199 @@
+import type pg from 'pg';
+import { RESOURCE_TYPES, RESOURCE_TYPE_INFO, type ResourceType } from '../billing-api/resource-types.js';
+import { quoteIdent } from '../db/pool.js';
+import type { TypedColumn, TypedColumns } from './typed-columns.js';
+
+/** Names of the analyst layer's per-type objects (docs/CONTRACT.md section 5). */
+export function changesView(type: ResourceType): string {
+  return `${RESOURCE_TYPE_INFO[type].table}_changes`;
+}
+
+export function asOfFunction(type: ResourceType): string {
+  return `${RESOURCE_TYPE_INFO[type].table}_as_of`;
+}
+
+export const LATEST_VIEW = 'resource_latest';
+export const TYPED_COLUMN_ERRORS_VIEW = 'typed_column_errors';
+
+const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+/** The typed value of one column of version `r`, its key matched in any letter case. */
+function typedValue(r: string, c: TypedColumn): string {
+  return `wh_as_${c.type}(${fieldValue(r, c)})`;
+}
+
+function fieldValue(r: string, c: TypedColumn): string {
+  const camel = c.key.charAt(0).toLowerCase() + c.key.slice(1);
+  return `wh_field(${r}.body, ${lit(c.key)}, ${lit(camel)}, ${lit(c.key.toLowerCase())})`;
+}
+
+/**
+ * The columns of `<t>_history`, `<t>_current` (and the rows of `<t>_as_of`) over `r`, a row of
+ * resource_versions. valid_to and is_current are one primary-key probe each, evaluated only when
+ * a query asks for them (the view is flattened into the query, so unused columns cost nothing).
+ */
+function versionColumns(type: ResourceType, typed: readonly TypedColumn[], latest: boolean): string {
+  const next = `FROM resource_versions n WHERE n.resource_type = r.resource_type AND n.resource_id = r.resource_id AND n.version > r.version`;
+  return [
+    'r.resource_id',
+    'r.version',
+    'r.fetched_at AS valid_from',
+    latest ? 'NULL::timestamptz AS valid_to' : `(SELECT n.fetched_at ${next} ORDER BY n.version LIMIT 1) AS valid_to`,
+    latest ? 'true AS is_current' : `NOT EXISTS (SELECT ${next}) AS is_current`,
+    'r.deleted',
+    'r.body',
+    'r.content_hash',
+    'r.source_event_ids[1] AS source_event_id',
+    'r.source_events[1] AS source_event',
+    ...(type === 'Contract' ? ['r.customer_id'] : []),
+    // A join, not `WHERE event_id = ANY (...)`: min() over one table may be planned as a walk of the
+    // received_at index, which reads the whole table when the event is old.
+    '(SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id) AS notified_at',
+    'r.loaded_at',
+    ...typed.map((c) => `${typedValue('r', c)} AS ${quoteIdent(c.column)}`),
+  ].join(',\n       ');
+}
+
+function historySql(type: ResourceType, typed: readonly TypedColumn[]): string {
+  return `SELECT ${versionColumns(type, typed, false)}
+  FROM resource_versions r
+ WHERE r.resource_type = ${lit(type)}`;
+}
+
+function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
+  return `SELECT ${versionColumns(type, typed, true)}
+  FROM resource_heads h
+  JOIN resource_versions r ON r.resource_type = h.resource_type AND r.resource_id = h.resource_id AND r.version = h.version
+ WHERE h.resource_type = ${lit(type)} AND NOT h.deleted`;
+}
+
+/**
+ * One row per top-level field that differs from the previous stored version, names compared in
+ * lower case (a change of letter case alone is no change). Version 1 has no previous version and
+ * gives no row; a deletion lists every field as removed, a re-creation every field as added.
+ */
+function changesSql(type: ResourceType): string {
+  const fields = (body: string) => `SELECT lower(e.key) AS k, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(${body}) = 'object' THEN ${body} END) e`;
+  return `SELECT r.resource_id,
+       r.version,
+       r.fetched_at AS valid_from,
+       d.field,
+       d.old_value,
+       d.new_value,
+       r.source_event_ids[1] AS source_event_id,
+       r.source_events[1] AS source_event
+  FROM resource_versions r
+  JOIN LATERAL (SELECT p.body FROM resource_versions p
+                 WHERE p.resource_type = r.resource_type AND p.resource_id = r.resource_id AND p.version < r.version
+                 ORDER BY p.version DESC LIMIT 1) prev ON true
+  CROSS JOIN LATERAL (SELECT COALESCE(nf.k, pf.k) AS field, pf.value AS old_value, nf.value AS new_value
+                        FROM (${fields('r.body')}) nf
+                        FULL JOIN (${fields('prev.body')}) pf ON pf.k = nf.k
+                       WHERE nf.value IS DISTINCT FROM pf.value) d
+ WHERE r.resource_type = ${lit(type)}`;
+}
+
+/** The latest version of every resource, deleted ones included (resource_heads). */
+function latestSql(): string {
+  return `SELECT resource_type, resource_id, version, fetched_at AS valid_from, deleted FROM resource_heads`;
+}
+
+/**
+ * Per type and typed column, the versions whose value is present but does not cast to the
+ * declared type (the views show NULL for them). It reads the whole history: an operator's check,
+ * not an analyst's query.
+ */
+function errorsSql(typed: TypedColumns): string {
+  const parts = RESOURCE_TYPES.filter((t) => typed[t].length > 0).map((type) => {
+    const values = typed[type]
+      .map((c) => `(${lit(c.column)}, ${lit(c.key)}, ${lit(c.type)}, ${fieldValue('r', c)}, ${typedValue('r', c)} IS NULL)`)
+      .join(',\n                ');
+    return `SELECT ${lit(RESOURCE_TYPE_INFO[type].table)}::text AS resource, c.column_name::text, c.json_key::text, c.sql_type::text,
+       count(*) AS versions, min(r.fetched_at) AS first_valid_from, max(r.fetched_at) AS last_valid_from,
+       (array_agg(r.resource_id ORDER BY r.fetched_at DESC, r.resource_id DESC))[1] AS last_resource_id
+  FROM resource_versions r
+  CROSS JOIN LATERAL (VALUES ${values}) c(column_name, json_key, sql_type, value, typed_is_null)
+ WHERE r.resource_type = ${lit(type)} AND NOT r.deleted
+   AND c.typed_is_null AND jsonb_typeof(c.value) IS DISTINCT FROM 'null' AND c.value IS NOT NULL
+ GROUP BY c.column_name, c.json_key, c.sql_type`;
+  });
+  if (parts.length === 0) {
+    return `SELECT NULL::text AS resource, NULL::text AS column_name, NULL::text AS json_key, NULL::text AS sql_type, 0::bigint AS versions,
+       NULL::timestamptz AS first_valid_from, NULL::timestamptz AS last_valid_from, NULL::text AS last_resource_id WHERE false`;
+  }
+  return parts.join('\nUNION ALL\n');
+}
+
+/**
+ * The state of every resource of the type at `at`: per resource (resource_latest), its newest
+ * version observed by then (a backward walk of the primary key from the head), deleted ones left
+ * out. A SQL-standard body: bound to the views when created (no search_path at call time, and a
+ * rebuild's schema rename keeps it working) and inlined into the caller's query, so a filter on
+ * a column is applied inside.
+ */
+function asOfSql(type: ResourceType, schema: string, typed: readonly TypedColumn[]): string {
+  const history = quoteIdent(`${RESOURCE_TYPE_INFO[type].table}_history`);
+  const columns: [string, string][] = [
+    ['resource_id', 'text'], ['version', 'integer'], ['valid_from', 'timestamptz'], ['valid_to', 'timestamptz'], ['is_current', 'boolean'], ['deleted', 'boolean'],
+    ['body', 'jsonb'], ['content_hash', 'text'], ['source_event_id', 'uuid'], ['source_event', 'text'],
+    ...(type === 'Contract' ? [['customer_id', 'text'] as [string, string]] : []),
+    ['notified_at', 'timestamptz'], ['loaded_at', 'timestamptz'],
+    ...typed.map((c): [string, string] => [c.column, c.type]),
+  ];
+  return `CREATE FUNCTION ${quoteIdent(schema)}.${quoteIdent(asOfFunction(type))}("at" timestamptz)
+RETURNS TABLE (${columns.map(([name, sqlType]) => `${quoteIdent(name)} ${sqlType}`).join(', ')})
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+  SELECT ${columns.map(([name]) => `s.${quoteIdent(name)}`).join(', ')}
+    FROM ${LATEST_VIEW} h
+    CROSS JOIN LATERAL (SELECT * FROM ${history} x
+                         WHERE x.resource_id = h.resource_id AND x.valid_from <= "at"
+                         ORDER BY x.version DESC LIMIT 1) s
+   WHERE h.resource_type = ${lit(type)} AND NOT s.deleted;
+END`;
+}
+
+export interface AnalystObjects {
+  views: string[];
+  functions: string[];
+}
+
+/**
+ * (Re)creates the analyst layer's views and functions from the typed column mapping, inside the
+ * caller's transaction (search_path set to the schema). Views are derived, not history, so they
+ * are replaced freely: CREATE OR REPLACE where the columns only grow, otherwise DROP and CREATE
+ * (which fails, rolling the migration back, if a user's own view depends on one of ours).
+ */
+export async function createAnalystObjects(client: pg.PoolClient, schema: string, typed: TypedColumns): Promise<AnalystObjects> {
+  const s = quoteIdent(schema);
+  const views: [string, string][] = [[LATEST_VIEW, latestSql()]];
+  for (const type of RESOURCE_TYPES) {
+    const table = RESOURCE_TYPE_INFO[type].table;
+    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type)]);
+  }
+  views.push([TYPED_COLUMN_ERRORS_VIEW, errorsSql(typed)]);
+
+  // The functions depend on the views (SQL-standard bodies record it): drop them first.
+  for (const type of RESOURCE_TYPES) await client.query(`DROP FUNCTION IF EXISTS ${s}.${quoteIdent(asOfFunction(type))}(timestamptz)`);
+  for (const [name, sql] of views) {
+    await client.query('SAVEPOINT analyst_view');
+    try {
+      await client.query(`CREATE OR REPLACE VIEW ${s}.${quoteIdent(name)} AS ${sql}`);
+      await client.query('RELEASE SAVEPOINT analyst_view');
+    } catch (err) {
+      // 42P16: columns removed, renamed or reordered; 42804: a column's type changed.
+      const code = (err as { code?: string }).code;
+      if (code !== '42P16' && code !== '42804') throw err;
+      await client.query('ROLLBACK TO SAVEPOINT analyst_view');
+      await client.query(`DROP VIEW ${s}.${quoteIdent(name)}`);
+      await client.query(`CREATE VIEW ${s}.${quoteIdent(name)} AS ${sql}`);
+    }
+    await client.query(`GRANT SELECT ON ${s}.${quoteIdent(name)} TO billing_loader_analyst, billing_loader_writer`);
+  }
+  const functions: string[] = [];
+  for (const type of RESOURCE_TYPES) {
+    await client.query(asOfSql(type, schema, typed[type]));
+    functions.push(asOfFunction(type));
+  }
+  return { views: views.map(([name]) => name), functions };
+}

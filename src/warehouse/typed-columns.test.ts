@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { RESOURCE_TYPES } from '../billing-api/resource-types.js';
+import { loadTypedColumns, parseTypedColumns } from './typed-columns.js';
+
+describe('typed column mapping', () => {
+  it('the shipped mapping is valid and gives every type columns', async () => {
+    const typed = await loadTypedColumns();
+    for (const type of RESOURCE_TYPES) expect(typed[type].length, type).toBeGreaterThan(0);
+    expect(typed.Contract.map((c) => c.column)).toEqual(expect.arrayContaining(['status', 'plan_id', 'plan_variant_id', 'start_date', 'end_date', 'trial_end_date', 'cancellation_date']));
+  });
+
+  it('a type left out has no typed columns', () => {
+    const typed = parseTypedColumns({ Contract: [{ column: 'plan_id', key: 'PlanId', type: 'text' }] });
+    expect(typed.Contract).toEqual([{ column: 'plan_id', key: 'PlanId', type: 'text' }]);
+    expect(typed.Customer).toEqual([]);
+  });
+
+  it.each([
+    [[], /object keyed by resource type/],
+    [{ Contracts: [] }, /unknown resource type "Contracts"/],
+    [{ Contract: {} }, /must be a list/],
+    [{ Contract: [{ column: 'PlanId', key: 'PlanId', type: 'text' }] }, /lower-case SQL name/],
+    [{ Contract: [{ column: 'plan; drop', key: 'PlanId', type: 'text' }] }, /lower-case SQL name/],
+    [{ Contract: [{ column: 'body', key: 'Body', type: 'text' }] }, /every view already has/],
+    [{ Contract: [{ column: 'customer_id', key: 'CustomerId', type: 'text' }] }, /every view already has/],
+    [{ Contract: [{ column: 'a', key: 'A', type: 'text' }, { column: 'a', key: 'B', type: 'text' }] }, /declared twice/],
+    [{ Contract: [{ column: 'a', key: '', type: 'text' }] }, /key must be/],
+    [{ Contract: [{ column: 'a', key: 'A', type: 'varchar(3); drop' }] }, /type must be one of/],
+  ])('refuses %j', (mapping, message) => {
+    expect(() => parseTypedColumns(mapping)).toThrow(message);
+  });
+
+  it('a customer_id typed column is allowed where the view has none', () => {
+    expect(parseTypedColumns({ Order: [{ column: 'customer_id', key: 'CustomerId', type: 'text' }] }).Order).toHaveLength(1);
+  });
+});
