@@ -40,7 +40,8 @@ export async function startSimulatedPipeline(options: {
   /** Settings over the test configuration (e.g. `opsPort: 0`). */
   config?: Partial<Config>;
 }): Promise<SimulatedPipeline> {
-  const config = testConfig(options.env);
+  // Rereads of 404s on the scale of a test scenario's seconds, not the production minutes.
+  const config = testConfig({ ENRICHER_NOT_FOUND_WINDOW_MS: '3000', ENRICHER_GONE_CONFIRM_MS: '1000', ...options.env });
   const log = createLogger(config.logLevel);
   const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: options.name, log, max: 3 });
   await migrate(pool, { schema: config.databaseSchema, log });

@@ -36,8 +36,6 @@ beforeAll(async () => {
     name: 'bad-input-sweep-test',
     sim: { seed: 31, delivery: { retryBaseDelayMs: 100 } },
     maxConcurrency: 8,
-    // Rereads of 404s on the scale of the test: the drain waits for each forged id's give-up.
-    env: { ENRICHER_NOT_FOUND_WINDOW_MS: '3000', ENRICHER_GONE_CONFIRM_MS: '1000' },
     // Through a proxy that records the raw request paths.
     frontApi: async (sandboxUrl) => (proxy = await startRecordingProxy(new URL(sandboxUrl))),
   });

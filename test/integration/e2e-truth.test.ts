@@ -13,8 +13,6 @@ import { compareWarehouseToTruth, compareWebhooksToDeliveries } from '../helpers
  * history: DESIGN.md properties 1, 2 and 3 seen from where the analysts look.
  */
 
-const REREADS = { ENRICHER_NOT_FOUND_WINDOW_MS: '3000', ENRICHER_GONE_CONFIRM_MS: '1000' };
-
 /** Runs the scenario through a pipeline on `env`'s services and checks the warehouse against the simulator's truth. */
 async function expectTrueHistory(env: Record<string, string>): Promise<void> {
   let run: SimulatedPipeline | undefined;
@@ -23,8 +21,7 @@ async function expectTrueHistory(env: Record<string, string>): Promise<void> {
       name: 'e2e-truth-test',
       // Upstream delivers late, twice and out of order (spec 6.1.7).
       sim: { seed: 20250101, delivery: { retryBaseDelayMs: 100, lateRate: 0.1, lateDelayMs: 1500, duplicateRate: 0.2, reorderRate: 0.3, reorderWindowMs: 800 } },
-      // Rereads of 404s on the scale of the scenario's seconds, not the production minutes.
-      env: { ...REREADS, ...env },
+      env,
     });
     await expectTrueHistoryOf(run);
   } finally {
@@ -101,7 +98,7 @@ describe.each(nativeKafka ? KAFKA_LINES.filter((l) => l !== DEFAULT_KAFKA_LINE) 
     // lived customers are deleted before the enricher first reads them (the test then sees no
     // deleted customer alive before): a small warm-up run first, as the long-running shared
     // broker has had.
-    const warmUp = await startSimulatedPipeline({ name: 'e2e-truth-warm-up', sim: { seed: 1 }, env: { ...REREADS, KAFKA_BROKERS: broker.address } });
+    const warmUp = await startSimulatedPipeline({ name: 'e2e-truth-warm-up', sim: { seed: 1 }, env: { KAFKA_BROKERS: broker.address } });
     try {
       await warmUp.sim.runScenario({ name: 'default', customers: 4, stepDelayMs: 20 });
       await drainPipeline({ kafka: warmUp.kafka, config: warmUp.config, pool: warmUp.pool, sim: warmUp.sim, timeoutMs: 60_000 });
