@@ -2,26 +2,27 @@ import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message, Producer
 import { resourceKey } from '../billing-api/resource-types.js';
 import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { createTransactionalProducer } from '../kafka/producers.js';
 import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import { heartbeatWhile } from '../kafka/heartbeat-while.js';
 import { readMessageLimits } from '../kafka/message-limits.js';
 import { partitionBySize, splitSends } from '../kafka/split-sends.js';
-import type { TopicNames } from '../kafka/topics.js';
+import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
-import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.js';
+import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
+import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { customerReference } from '../billing-api/customer-reference.js';
 import { valueHash } from './canonical-hash.js';
 import { createPartSizer, partEnd, type PartSizer } from './batch-parts.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
-import type { EnricherTopics } from './enricher-topics.js';
-import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
+import type { EnricherTopics } from '../wire/topics.js';
+import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
 import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
 import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
-import type { SnapshotRecord } from './snapshot-record.js';
+import type { SnapshotRecord } from '../wire/snapshot-record.js';
 import { nextVersion } from './versioning.js';
 import { decideRead, parseBody, usablePrefetched, type GiveUpReason, type ReadOutcome, type RetryRules } from './read-decision.js';
 import { escalationProcessesOf, sameIds } from './escalation-processes.js';
@@ -122,13 +123,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       const partitions = [...assigned];
       await Promise.all(
         partitions.map(async (p) => {
-          const producer = kafka.producer({
-            transactionalId: `${deps.internal.requests}.fetcher.${p}`,
-            idempotent: true,
-            maxInFlightRequests: 1,
-            createPartitioner: defaultPartitioner,
-            retry: EOS_RETRY,
-          });
+          const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
           await producer.connect();
           producers.set(p, producer);
           // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
@@ -400,16 +395,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
   const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
 
-  const deadLetter = (topic: string, partition: number, message: KafkaMessage, errorClass: string, errorMessageText: string): DeadLetter => ({
-    dlqTopic: deps.topics.webhooksDlq,
-    sourceTopic: topic,
-    sourcePartition: partition,
-    sourceOffset: message.offset,
-    sourceKey: message.key,
-    sourceValue: message.value,
-    errorClass,
-    errorMessage: errorMessageText,
-  });
+  const deadLetter = (topic: string, partition: number, message: KafkaMessage, errorClass: string, errorMessageText: string): DeadLetter => deadLetterFor(deps.topics.webhooksDlq, topic, partition, message, errorClass, errorMessageText);
 
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.fetcher',

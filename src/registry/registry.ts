@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { LoaderError } from '../errors.js';
-import { packageRoot } from '../stack/settings.js';
+import { packageRoot } from '../package-root.js';
 
 /** Where the `.avsc` files of the public topics live. */
 export const schemasDir = join(packageRoot, 'schemas');
