@@ -1,5 +1,4 @@
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
-import { resourceKey } from '../billing-api/resource-types.js';
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import { createTransactionalProducer } from '../kafka/producers.js';
@@ -12,20 +11,16 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
 import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
-import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
-import { customerReference } from '../billing-api/customer-reference.js';
 import { valueHash } from './canonical-hash.js';
 import { createPartSizer, partEnd, type PartSizer } from './batch-parts.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from '../wire/topics.js';
-import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
-import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
+import type { FetchRequest } from '../wire/fetch-request.js';
+import { restoreHeads, type StoredHead } from './head-store.js';
 import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
-import type { SnapshotRecord } from '../wire/snapshot-record.js';
-import { nextVersion } from './versioning.js';
-import { decideRead, parseBody, usablePrefetched, type GiveUpReason, type ReadOutcome, type RetryRules } from './read-decision.js';
-import { escalationProcessesOf, sameIds } from './escalation-processes.js';
+import { parseBody, usablePrefetched, type RetryRules } from './read-decision.js';
+import { groupRequests, holdBackTooLarge, planPart, type Pending, type ReadResult } from './part-plan.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -49,17 +44,6 @@ export interface FetcherDeps {
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
-
-interface Pending {
-  request: FetchRequest;
-  message: KafkaMessage;
-}
-
-type ReadResult =
-  | { kind: 'found'; body: string; parsed: Record<string, unknown>; hash: string; fetchedAt: number }
-  | { kind: 'gone'; fetchedAt: number }
-  | { kind: 'unreadable'; problem: string; fetchedAt: number }
-  | { kind: 'failed'; failure: ReadFailure; err: unknown };
 
 class PartitionPaused extends Error {}
 
@@ -236,22 +220,12 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     if (gen !== generation || !producer || !partitionHeads) return undefined; // reassigned meanwhile
     const firstOffset = (messages[0] as KafkaMessage).offset;
 
-    const letters: DeadLetter[] = [];
-    const byResource = new Map<string, Pending[]>();
-    for (const message of messages) {
-      metrics.requests.inc();
-      try {
-        const request = decodeFetchRequest(message.value);
-        const key = resourceKey(request.type, request.id);
-        byResource.set(key, [...(byResource.get(key) ?? []), { request, message }]);
-      } catch (err) {
-        letters.push(deadLetter(batch.topic, batch.partition, message, 'invalid-request', errorMessage(err)));
-      }
-    }
+    const source = { topic: batch.topic, partition: batch.partition, dlqTopic: deps.topics.webhooksDlq };
+    metrics.requests.inc(messages.length);
+    const { groups, letters: invalid } = groupRequests(messages, source);
 
     // All requests of this part were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (DESIGN.md property 2).
-    const groups = [...byResource.entries()];
     const results = await Promise.all(groups.map(([key, pending]) => readResource(pending, partitionHeads.get(key))));
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
@@ -261,95 +235,19 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     failures.delete(batch.partition);
     deps.health.setCondition('billing-api', undefined);
 
-    const snapshots: { key: string; value: SnapshotRecord }[] = [];
-    const headRecords: Message[] = [];
-    const followUps: Message[] = [];
-    const delayed: Message[] = [];
-    const givenUp: { type: string; reason: GiveUpReason; count: number }[] = [];
-    const newHeads = new Map<string, StoredHead>();
-    // Resources to be read again later: their webhooks are not yet answered (no freshness sample).
-    const rereads = new Set<string>();
     const decidedAt = Date.now();
-    groups.forEach(([key, pending], i) => {
-      const result = results[i] as ReadResult;
-      const first = (pending[0] as Pending).request;
-      metrics.coalesced.inc(pending.length - 1);
-      if (result.kind === 'failed') {
-        for (const p of pending) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'rejected-by-api', errorMessage(result.err)));
-        return;
-      }
-      const head = newHeads.get(key) ?? partitionHeads.get(key);
-      const outcome: ReadOutcome = result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : result.kind === 'gone' ? { kind: 'gone' } : { kind: 'unreadable', problem: result.problem };
-      const decision = decideRead(head, outcome, pending.map((p) => p.request.retry), decidedAt, retryRules);
-      if (decision.action === 'retry') {
-        // Every request goes on, so the version that ends the wait still names all their webhooks.
-        for (const p of pending) delayed.push(encodeFetchRequest({ ...p.request, prefetched: undefined, retry: decision.retry }));
-        metrics.rereads.inc({ type: first.type, reason: decision.retry.reason });
-        rereads.add(key);
-        log.info('resource to be read again later', { resourceType: first.type, resourceId: first.id, reason: decision.retry.reason, attempt: decision.retry.attempt, dueInMs: decision.retry.dueAt - decidedAt });
-        return;
-      }
-      if (decision.action === 'give-up') {
-        for (const p of pending) letters.push(deadLetter(batch.topic, batch.partition, p.message, decision.reason, `${first.type} ${first.id}: ${decision.detail}`));
-        givenUp.push({ type: first.type, reason: decision.reason, count: pending.length });
-        return;
-      }
-      const next = nextVersion(head, decision.outcome);
-      // A contract's customer is read when the contract first names it (spec 2: the contract
-      // references its customer, which a client reads after the contract): on its first version,
-      // after a deletion, or when the reference changed. Not when a webhook behind this read
-      // named that very customer: it is fetched for that webhook anyway.
-      const customerId = next && result.kind === 'found' && first.type === 'Contract' ? customerReference(result.parsed) : undefined;
-      if (customerId !== undefined && (head === undefined || head.deleted || head.customerId !== customerId)) {
-        const customerKey = resourceKey('Customer', customerId);
-        if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined, retry: undefined }));
-      }
-      const processes = result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
-      for (const id of processes?.reread ?? []) followUps.push(encodeFetchRequest({ ...(processes?.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
-      if (!next) {
-        metrics.unchanged.inc({ type: first.type });
-        // No version, but the contract's processes may be news: its head remembers them anyway.
-        if (head && processes && !sameIds(processes.remember, head.escalationProcessIds)) {
-          const stored: StoredHead = { ...head, escalationProcessIds: processes.remember };
-          newHeads.set(key, stored);
-          headRecords.push({ key, value: encodeHead(stored) });
-        }
-        return;
-      }
-      // valid_from must grow with the version even if the wall clock steps back.
-      const fetchedAt = Math.max(result.fetchedAt, (head?.fetchedAt ?? 0) + 1);
-      const stored: StoredHead = { ...next, fetchedAt, ...(customerId !== undefined ? { customerId } : {}), ...(processes && processes.remember.length > 0 ? { escalationProcessIds: processes.remember } : {}) };
-      newHeads.set(key, stored);
-      const requests = pending.map((p) => p.request).sort((a, b) => a.receivedAt - b.receivedAt);
-      const withEvent = requests.filter((r) => r.eventId !== null);
-      snapshots.push({
-        key,
-        value: {
-          resource_type: first.type,
-          resource_id: first.id,
-          version: next.version,
-          fetched_at: fetchedAt,
-          deleted: next.deleted,
-          content_hash: next.contentHash,
-          body: result.kind === 'found' ? result.body : null,
-          source_event_ids: withEvent.map((r) => r.eventId as string),
-          source_events: withEvent.map((r) => r.event ?? ''),
-          sources: requests.flatMap((r) => (r.source ? [{ topic: r.source.topic, partition: r.source.partition, offset: Number(r.source.offset) }] : [])),
-        },
-      });
-      headRecords.push({ key, value: encodeHead(stored) });
-      metrics.versions.inc({ type: first.type, deleted: String(next.deleted) });
-    });
-    const encodedSnapshots = await Promise.all(snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
-    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
-    // A body larger than the broker accepts can never be published: its requests go to the DLQ
-    // and its head stays, so a later, smaller state is versioned as usual. MESSAGE_TOO_LARGE is
-    // not retriable; sent, it would have failed this part again and again.
-    const unpublished = new Set(tooLarge.map((m) => m.key));
-    for (const m of tooLarge) {
-      newHeads.delete(m.key);
-      for (const p of byResource.get(m.key) ?? []) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'snapshot-too-large', `snapshot of ${m.value.length} bytes exceeds max.message.bytes ${limitOf(deps.topics.snapshots)} of ${deps.topics.snapshots}`));
+    const planned = planPart({ groups, results, heads: partitionHeads, rules: retryRules, decidedAt, source });
+    metrics.coalesced.inc(planned.coalesced);
+    for (const r of planned.rereads) {
+      metrics.rereads.inc({ type: r.type, reason: r.retry.reason });
+      log.info('resource to be read again later', { resourceType: r.type, resourceId: r.id, reason: r.retry.reason, attempt: r.retry.attempt, dueInMs: r.retry.dueAt - decidedAt });
     }
+    for (const type of planned.unchanged) metrics.unchanged.inc({ type });
+    for (const v of planned.versions) metrics.versions.inc({ type: v.type, deleted: String(v.deleted) });
+    const encodedSnapshots = await Promise.all(planned.snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
+    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
+    const { plan } = holdBackTooLarge(planned, groups, tooLarge.map((m) => ({ key: m.key, bytes: m.value.length })), { topic: deps.topics.snapshots, maxBytes: limitOf(deps.topics.snapshots) }, source);
+    const letters = [...invalid, ...plan.letters];
     const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
 
     if (gen !== generation) return undefined;
@@ -357,9 +255,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     try {
       const topicMessages = [
         { topic: deps.topics.snapshots, messages: publishable },
-        { topic: deps.internal.heads, messages: headRecords.filter((r) => !unpublished.has(r.key as string)) },
-        { topic: deps.internal.requests, messages: followUps },
-        { topic: deps.internal.delayed, messages: delayed },
+        { topic: deps.internal.heads, messages: plan.headRecords },
+        { topic: deps.internal.requests, messages: plan.followUps },
+        { topic: deps.internal.delayed, messages: plan.delayed },
         ...encodedLetters,
       ].filter((t) => t.messages.length > 0);
       // Snapshots carry whole bodies: one send of a big part could exceed the largest record
@@ -380,13 +278,14 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       await closeProducers();
       throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
     }
-    for (const [key, head] of newHeads) partitionHeads.set(key, head);
+    for (const [key, head] of plan.heads) partitionHeads.set(key, head);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
-    for (const g of givenUp) {
+    for (const g of plan.givenUp) {
       metrics.givenUp.inc({ type: g.type, reason: g.reason }, g.count);
       log.warn('resource given up after rereads, request dead-lettered', { resourceType: g.type, reason: g.reason, requests: g.count });
     }
     const now = Date.now();
+    const rereads = new Set(plan.rereads.map((r) => r.key));
     for (const [key, pending] of groups) if (!rereads.has(key)) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
     payload.resolveOffset(lastOffset);
     return groups.length;
@@ -394,8 +293,6 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
 
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
   const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
-
-  const deadLetter = (topic: string, partition: number, message: KafkaMessage, errorClass: string, errorMessageText: string): DeadLetter => deadLetterFor(deps.topics.webhooksDlq, topic, partition, message, errorClass, errorMessageText);
 
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.fetcher',
