@@ -1,26 +1,24 @@
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
-import { LoaderError, errorMessage } from '../errors.js';
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import { errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
-import { createTransactionalProducer } from '../kafka/producers.js';
-import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import { heartbeatWhile } from '../kafka/heartbeat-while.js';
 import { readMessageLimits } from '../kafka/message-limits.js';
-import { partitionBySize, splitSends } from '../kafka/split-sends.js';
 import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
-import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { valueHash } from './canonical-hash.js';
 import { createPartSizer, partEnd, type PartSizer } from './batch-parts.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import type { FetchRequest } from '../wire/fetch-request.js';
-import { restoreHeads, type StoredHead } from './head-store.js';
+import type { StoredHead } from './head-store.js';
 import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
 import { parseBody, usablePrefetched, type RetryRules } from './read-decision.js';
-import { groupRequests, holdBackTooLarge, planPart, type Pending, type ReadResult } from './part-plan.js';
+import { groupRequests, planPart, type Pending, type ReadResult } from './part-plan.js';
+import { createPartPublisher } from './part-publisher.js';
+import { createPartitionOwner } from './partition-owner.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -51,14 +49,12 @@ class PartitionPaused extends Error {}
 const COALESCE_MIN_BYTES = 32 * 1024;
 
 /**
- * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
- * assignment (generation) and partition: a transactional producer whose id is bound to the
- * partition, connected and then explicitly fenced (an empty transaction: whoever owned the
- * partition before has its open transaction aborted and can commit nothing more); then the
- * partition's heads are restored, read-committed, from the heads topic.
- * Per batch: one fetch per resource (coalescing every request of the batch, all received before
- * the fetch starts), and one transaction holding the new snapshots, their heads, follow-up
- * requests, dead letters and the consumer offsets. Nothing is published unless all of it is.
+ * The fetcher: works the request partitions its owner holds (partition-owner.ts: fencing, one
+ * transactional producer per partition, heads). Per part of a batch: one fetch per resource
+ * (coalescing every request of the part, all received before the fetch starts), the plan of what
+ * the reads make (part-plan.ts), and one transaction holding the new snapshots, their heads,
+ * follow-up requests, dead letters and the consumer offsets (part-publisher.ts). Nothing is
+ * published unless all of it is.
  */
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
@@ -68,64 +64,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
   const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
-  let generation = 0;
-  let assigned: number[] = [];
-  let ready: Promise<void> | undefined;
-  const producers = new Map<number, Producer>();
-  const heads = new Map<number, Map<string, StoredHead>>();
+  const owner = createPartitionOwner({ kafka, log, internal: deps.internal });
+  const publish = createPartPublisher({ ...deps, limitOf, onFailure: owner.reset });
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
   const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
   const heartbeatIntervalMs = Math.max(100, Math.floor(sessionTimeoutMs / 10));
   const partSizers = new Map<number, PartSizer>();
-
-  const closeProducers = async () => {
-    const all = [...producers.values()];
-    producers.clear();
-    await Promise.allSettled(all.map((p) => p.disconnect()));
-  };
-
-  const onGroupJoin = (c: Consumer) =>
-    c.on(c.events.GROUP_JOIN, ({ payload }) => {
-      // Every (re)join may follow a period in which another instance owned our partitions:
-      // forget all heads and producers, and fence + restore again before the next batch.
-      generation++;
-      assigned = payload.memberAssignment[deps.internal.requests] ?? [];
-      ready = undefined;
-      heads.clear();
-      void closeProducers();
-      log.info('partitions assigned', { partitions: assigned, generation });
-      // Fence at once, not at the first batch: a crashed owner's open transactions (which also
-      // wrote follow-up requests into request partitions) hide everything after them from a
-      // read-committed consumer, so the first batch would never come and the partitions would
-      // wait for the transaction timeout. Fencing with our producers aborts those transactions.
-      prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
-    });
-
-  const prepare = (gen: number): Promise<void> => {
-    ready ??= (async () => {
-      const partitions = [...assigned];
-      await Promise.all(
-        partitions.map(async (p) => {
-          const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
-          await producer.connect();
-          producers.set(p, producer);
-          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
-          // restore below, which an open transaction of the previous owner would hold up.
-          await fencePreviousOwner(producer);
-        }),
-      );
-      const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
-      if (gen !== generation) return;
-      for (const [p, h] of restored) heads.set(p, h);
-      log.info('heads restored', { partitions, resources: [...restored.values()].reduce((n, h) => n + h.size, 0) });
-    })();
-    const current = ready;
-    current.catch(() => {
-      if (ready === current) ready = undefined;
-    });
-    return current;
-  };
 
   /** One read for all pending requests of a resource; a list page's body instead only where usablePrefetched allows it. */
   const readResource = async (pending: Pending[], head: StoredHead | undefined): Promise<ReadResult> => {
@@ -194,13 +139,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const handleBatch = async (payload: EachBatchPayload) => {
     const { batch } = payload;
     if (batch.isEmpty()) return;
-    const gen = generation;
-    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, prepare(gen));
+    const gen = owner.generation();
+    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, owner.prepare(gen));
     metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
     let sizer = partSizers.get(batch.partition);
     if (!sizer) partSizers.set(batch.partition, (sizer = createPartSizer(sessionTimeoutMs / 6)));
     for (let start = 0; start < batch.messages.length; ) {
-      if (!payload.isRunning() || payload.isStale() || gen !== generation) return;
+      if (!payload.isRunning() || payload.isStale() || gen !== owner.generation()) return;
       const end = partEnd(batch.messages, start, sizer.size());
       const started = Date.now();
       // The last part covers the batch to its last offset: past a trailing transaction marker too.
@@ -215,9 +160,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   /** One part of a batch: its reads, versions and offsets in one transaction. Returns how many resources it named, or undefined if the partition was reassigned meanwhile. */
   const handlePart = async (payload: EachBatchPayload, messages: KafkaMessage[], lastOffset: string, gen: number): Promise<number | undefined> => {
     const { batch } = payload;
-    const producer = producers.get(batch.partition);
-    const partitionHeads = heads.get(batch.partition);
-    if (gen !== generation || !producer || !partitionHeads) return undefined; // reassigned meanwhile
+    const owned = owner.partition(batch.partition, gen);
+    if (!owned) return undefined; // reassigned meanwhile
+    const partitionHeads = owned.heads;
     const firstOffset = (messages[0] as KafkaMessage).offset;
 
     const source = { topic: batch.topic, partition: batch.partition, dlqTopic: deps.topics.webhooksDlq };
@@ -244,40 +189,9 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     }
     for (const type of planned.unchanged) metrics.unchanged.inc({ type });
     for (const v of planned.versions) metrics.versions.inc({ type: v.type, deleted: String(v.deleted) });
-    const encodedSnapshots = await Promise.all(planned.snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
-    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
-    const { plan } = holdBackTooLarge(planned, groups, tooLarge.map((m) => ({ key: m.key, bytes: m.value.length })), { topic: deps.topics.snapshots, maxBytes: limitOf(deps.topics.snapshots) }, source);
-    const letters = [...invalid, ...plan.letters];
-    const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
-
-    if (gen !== generation) return undefined;
-    const transaction = await producer.transaction();
-    try {
-      const topicMessages = [
-        { topic: deps.topics.snapshots, messages: publishable },
-        { topic: deps.internal.heads, messages: plan.headRecords },
-        { topic: deps.internal.requests, messages: plan.followUps },
-        { topic: deps.internal.delayed, messages: plan.delayed },
-        ...encodedLetters,
-      ].filter((t) => t.messages.length > 0);
-      // Snapshots carry whole bodies: one send of a big part could exceed the largest record
-      // batch a partition accepts. Several sends in one transaction are still all or nothing.
-      for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
-      await transaction.sendOffsets({
-        consumerGroupId: deps.groupId,
-        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }] }],
-      });
-      await transaction.commit();
-    } catch (err) {
-      await transaction.abort().catch(() => undefined);
-      // The producer may be unusable now (fenced, or its sequence state lost in a broker
-      // restart). Start over as after a rebalance: new producers (fencing again), heads restored
-      // again; the retriable error makes kafkajs restart the consumer from the committed offsets.
-      ready = undefined;
-      heads.clear();
-      await closeProducers();
-      throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
-    }
+    const published = await publish(owned.producer, { plan: planned, groups, invalid, source, lastOffset }, () => gen === owner.generation());
+    if (!published) return undefined;
+    const { plan, letters } = published;
     for (const [key, head] of plan.heads) partitionHeads.set(key, head);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     for (const g of plan.givenUp) {
@@ -291,8 +205,6 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     return groups.length;
   };
 
-  // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
-  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
 
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.fetcher',
@@ -310,7 +222,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         ...(coalesceMs > 0 ? { minBytes: COALESCE_MIN_BYTES, maxWaitTimeInMs: coalesceMs } : {}),
       }),
     async start(c) {
-      onGroupJoin(c);
+      owner.onGroupJoin(c);
       await c.connect();
       await c.subscribe({ topic: deps.internal.requests, fromBeginning: true });
       await c.run({
@@ -336,7 +248,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       for (const timer of resumeTimers) clearTimeout(timer);
       resumeTimers.clear();
       await supervisor.running?.stop();
-      await closeProducers();
+      await owner.close();
     },
   };
 }
