@@ -1,12 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, ITopicConfig } from 'kafkajs';
-
-export interface TopicSpec {
-  topic: string;
-  numPartitions: number;
-  /** Broker-side topic configuration (e.g. cleanup.policy, min.insync.replicas). */
-  configEntries?: Record<string, string>;
-}
+import type { TopicSpec } from '../wire/topics.js';
 
 /**
  * Creates the topics that do not exist yet, with the replication factor the cluster allows

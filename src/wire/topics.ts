@@ -1,5 +1,17 @@
-import { KEEP_FOREVER } from '../kafka/topic-checks.js';
-import type { TopicSpec } from '../kafka/topics.js';
+/** How a topic is created (ensureTopics): its name, partition count and configuration. */
+export interface TopicSpec {
+  topic: string;
+  numPartitions: number;
+  /** Broker-side topic configuration (e.g. cleanup.policy, min.insync.replicas). */
+  configEntries?: Record<string, string>;
+}
+
+/**
+ * Topic-level settings that make a log keep every record. The webhook and snapshot logs are what
+ * replay and `replay --rebuild` read; set on the topic itself so that a cluster's default
+ * (7 days on a stock broker) cannot apply.
+ */
+export const KEEP_FOREVER: Record<string, string> = { 'retention.ms': '-1', 'retention.bytes': '-1' };
 
 /** The public topics of INTERFACE.md section 4, derived from TOPIC_PREFIX. */
 export interface TopicNames {
