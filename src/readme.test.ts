@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeOptions } from './config.js';
-import { packageRoot } from './stack/settings.js';
+import { packageRoot } from './package-root.js';
 
 describe('README', () => {
   const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');

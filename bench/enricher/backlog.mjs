@@ -19,14 +19,15 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
 const { loadConfig } = await dist('config.js');
 const { createKafka, defaultPartitioner } = await dist('kafka/client.js');
-const { ensureTopics, pipelineTopicSpecs, topicNames } = await dist('kafka/topics.js');
+const { ensureTopics } = await dist('kafka/topics.js');
+const { pipelineTopicSpecs, topicNames } = await dist('wire/topics.js');
 const { createRegistry } = await dist('registry/registry.js');
 const { createLogger } = await dist('log.js');
 const { createHealth } = await dist('health.js');
 const { createMetrics } = await dist('metrics.js');
 const { startEnricher } = await dist('enricher/enricher.js');
-const { enricherTopicSpecs, enricherTopics } = await dist('enricher/enricher-topics.js');
-const { encodeFetchRequest } = await dist('enricher/fetch-request.js');
+const { enricherTopicSpecs, enricherTopics } = await dist('wire/topics.js');
+const { encodeFetchRequest } = await dist('wire/fetch-request.js');
 const { createBillingApiClient } = await dist('billing-api/client.js');
 const { startSimulator } = await dist('simulator/simulator.js');
 

@@ -22,7 +22,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
 const { loadConfig } = await dist('config.js');
 const { createKafka } = await dist('kafka/client.js');
-const { topicNames } = await dist('kafka/topics.js');
+const { topicNames } = await dist('wire/topics.js');
 const { createRegistry } = await dist('registry/registry.js');
 const { createLogger } = await dist('log.js');
 const { createHealth } = await dist('health.js');

@@ -28,12 +28,14 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
 const { loadConfig } = await dist('config.js');
 const { createKafka, defaultPartitioner } = await dist('kafka/client.js');
-const { ensureTopics, topicNames, PIPELINE_PARTITIONS } = await dist('kafka/topics.js');
+const { ensureTopics } = await dist('kafka/topics.js');
+const { topicNames, PIPELINE_PARTITIONS } = await dist('wire/topics.js');
 const { createRegistry } = await dist('registry/registry.js');
 const { silentLogger } = await dist('log.js');
 const { parseWebhook } = await dist('ingress/parse-webhook.js');
 const { recordKey } = await dist('ingress/record-key.js');
-const { toWebhookRecord, WEBHOOK_SCHEMA_FILE } = await dist('ingress/webhook-record.js');
+const { toWebhookRecord } = await dist('wire/webhook-record.js');
+const { WEBHOOK_SCHEMA_FILE } = await dist('wire/schemas.js');
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONCURRENCY = 64;

@@ -1,9 +1,9 @@
 import type { Kafka } from 'kafkajs';
 import type { BillingApiClient } from '../billing-api/client.js';
 import type { ResourceType } from '../billing-api/resource-types.js';
-import { enricherTopicSpecs, enricherTopics } from '../enricher/enricher-topics.js';
-import { encodeFetchRequest } from '../enricher/fetch-request.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { backfillProgressTopic, backfillProgressTopicSpec, enricherTopicSpecs, enricherTopics } from '../wire/topics.js';
+import { encodeFetchRequest } from '../wire/fetch-request.js';
+import { createIdempotentProducer } from '../kafka/producers.js';
 import { readToEnd } from '../kafka/read-to-end.js';
 import { ensureTopics } from '../kafka/topics.js';
 import type { Logger } from '../log.js';
@@ -37,9 +37,6 @@ interface Progress {
   done: boolean;
 }
 
-/** Where each type's backfill got to: a compacted topic keyed by type, so a rerun resumes. */
-export const backfillProgressTopic = (prefix: string) => `${prefix}.backfill.progress`;
-
 /**
  * Snapshots every existing object of the given types through the enricher's own versioning
  * path: each list item becomes a fetch request carrying the body as listed (no webhook behind
@@ -54,7 +51,7 @@ export async function runBackfill(deps: BackfillDeps, options: BackfillOptions):
   const admin = deps.kafka.admin();
   await admin.connect();
   try {
-    await ensureTopics(admin, [...enricherTopicSpecs(internal), { topic: progressTopic, numPartitions: 1, configEntries: { 'cleanup.policy': 'compact' } }]);
+    await ensureTopics(admin, [...enricherTopicSpecs(internal), backfillProgressTopicSpec(progressTopic)]);
   } finally {
     await admin.disconnect();
   }
@@ -63,7 +60,7 @@ export async function runBackfill(deps: BackfillDeps, options: BackfillOptions):
     if (m.key && m.value) saved.set(m.key.toString(), JSON.parse(m.value.toString()) as Progress);
   });
 
-  const producer = deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  const producer = createIdempotentProducer(deps.kafka);
   await producer.connect();
   const result: BackfillResult = { objects: {}, withoutId: 0 };
   try {

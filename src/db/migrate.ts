@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { packageRoot } from '../stack/settings.js';
+import { packageRoot } from '../package-root.js';
 import { createAnalystObjects } from '../warehouse/analyst-views.js';
 import { loadTypedColumns } from '../warehouse/typed-columns.js';
 import { quoteIdent } from './pool.js';

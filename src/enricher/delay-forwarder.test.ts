@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dueAt } from './delay-forwarder.js';
-import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
+import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
 
 const request: FetchRequest = { type: 'Contract', id: 'c1', eventId: 'e1', event: 'ContractCreated', receivedAt: 5, source: null };
 

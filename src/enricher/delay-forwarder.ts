@@ -1,12 +1,12 @@
 import type { EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { createIdempotentProducer } from '../kafka/producers.js';
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import type { Logger } from '../log.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
-import type { EnricherTopics } from './enricher-topics.js';
-import { decodeFetchRequest } from './fetch-request.js';
+import type { EnricherTopics } from '../wire/topics.js';
+import { decodeFetchRequest } from '../wire/fetch-request.js';
 
 export interface DelayForwarderDeps {
   kafka: Kafka;
@@ -40,7 +40,7 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
   const { kafka, log } = deps;
   const now = deps.now ?? Date.now;
   const timers = new Set<NodeJS.Timeout>();
-  const newProducer = (): Producer => kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  const newProducer = (): Producer => createIdempotentProducer(kafka);
   let producer = newProducer();
   await producer.connect();
   let producerReady = true;

@@ -3,12 +3,14 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Health } from '../health.js';
 import { assertCoPartitioned, assertCommittedOffsetsInRange, assertKeysInPlace, warnIfLogExpires } from '../kafka/topic-checks.js';
-import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
+import { ensureTopics } from '../kafka/topics.js';
+import { pipelineTopicSpecs, topicNames } from '../wire/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
+import { SNAPSHOT_SCHEMA_FILE, valueSubject } from '../wire/schemas.js';
 import { createEnricherMetrics } from './enricher-metrics.js';
-import { enricherTopicSpecs, enricherTopics } from './enricher-topics.js';
+import { enricherTopicSpecs, enricherTopics } from '../wire/topics.js';
 import { startDelayForwarder } from './delay-forwarder.js';
 import { startFetcher, type FetcherDeps } from './fetcher.js';
 import type { ResourceReader } from './resource-reader.js';
@@ -54,7 +56,7 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     await admin.disconnect();
     throw err;
   }
-  const snapshotSchemaId = await deps.registry.registerFile(`${topics.snapshots}-value`, 'resource-snapshot.avsc');
+  const snapshotSchemaId = await deps.registry.registerFile(valueSubject(topics.snapshots), SNAPSHOT_SCHEMA_FILE);
   const metrics = createEnricherMetrics(deps.metrics);
   deps.health.addCheck('kafka', async () => void (await admin.describeCluster()));
   deps.health.addCheck('schema-registry', () => deps.registry.ping());

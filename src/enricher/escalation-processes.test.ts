@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FetchRequest } from './fetch-request.js';
+import type { FetchRequest } from '../wire/fetch-request.js';
 import { escalationProcessesOf } from './escalation-processes.js';
 
 const req = (event: string, siblings?: string[]): FetchRequest => ({ type: 'Contract', id: 'c1', eventId: 'e', event, receivedAt: 0, source: null, ...(siblings ? { siblings } : {}) });

@@ -1,5 +1,5 @@
 import { resourceKey } from '../billing-api/resource-types.js';
-import type { FetchRequest } from './fetch-request.js';
+import type { FetchRequest } from '../wire/fetch-request.js';
 
 /** A contract remembers at most this many processes: enough for any real escalation history, and a head stays small. */
 const MAX_REMEMBERED = 16;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
-import type { WebhookRecord } from '../ingress/webhook-record.js';
+import type { WebhookRecord } from '../wire/webhook-record.js';
 
 const record = (event: string, fields: Partial<WebhookRecord> = {}): WebhookRecord => ({
   event_id: '00000000-0000-4000-8000-000000000000',

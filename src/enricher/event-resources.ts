@@ -1,6 +1,6 @@
 import type { ResourceType } from '../billing-api/resource-types.js';
-import type { WebhookFieldName } from '../ingress/webhook-fields.js';
-import type { WebhookRecord } from '../ingress/webhook-record.js';
+import type { WebhookFieldName } from '../wire/webhook-fields.js';
+import type { WebhookRecord } from '../wire/webhook-record.js';
 
 export interface ResourceRef {
   type: ResourceType;

@@ -1,30 +1,24 @@
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
-import { resourceKey } from '../billing-api/resource-types.js';
-import { LoaderError, errorMessage } from '../errors.js';
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import { errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
-import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import { heartbeatWhile } from '../kafka/heartbeat-while.js';
 import { readMessageLimits } from '../kafka/message-limits.js';
-import { partitionBySize, splitSends } from '../kafka/split-sends.js';
-import type { TopicNames } from '../kafka/topics.js';
+import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
-import { createDeadLetterEncoder, type DeadLetter } from '../kafka/dead-letters.js';
 import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
-import { customerReference } from '../billing-api/customer-reference.js';
 import { valueHash } from './canonical-hash.js';
 import { createPartSizer, partEnd, type PartSizer } from './batch-parts.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
-import type { EnricherTopics } from './enricher-topics.js';
-import { decodeFetchRequest, encodeFetchRequest, type FetchRequest } from './fetch-request.js';
-import { encodeHead, restoreHeads, type StoredHead } from './head-store.js';
+import type { EnricherTopics } from '../wire/topics.js';
+import type { FetchRequest } from '../wire/fetch-request.js';
+import type { StoredHead } from './head-store.js';
 import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceReader } from './resource-reader.js';
-import type { SnapshotRecord } from './snapshot-record.js';
-import { nextVersion } from './versioning.js';
-import { decideRead, parseBody, usablePrefetched, type GiveUpReason, type ReadOutcome, type RetryRules } from './read-decision.js';
-import { escalationProcessesOf, sameIds } from './escalation-processes.js';
+import { parseBody, usablePrefetched, type RetryRules } from './read-decision.js';
+import { groupRequests, planPart, type Pending, type ReadResult } from './part-plan.js';
+import { createPartPublisher } from './part-publisher.js';
+import { createPartitionOwner } from './partition-owner.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -49,31 +43,18 @@ export interface FetcherDeps {
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
 
-interface Pending {
-  request: FetchRequest;
-  message: KafkaMessage;
-}
-
-type ReadResult =
-  | { kind: 'found'; body: string; parsed: Record<string, unknown>; hash: string; fetchedAt: number }
-  | { kind: 'gone'; fetchedAt: number }
-  | { kind: 'unreadable'; problem: string; fetchedAt: number }
-  | { kind: 'failed'; failure: ReadFailure; err: unknown };
-
 class PartitionPaused extends Error {}
 
 /** With ENRICHER_COALESCE_MS: a fetch of the request topic returns early once it holds about 100 requests. */
 const COALESCE_MIN_BYTES = 32 * 1024;
 
 /**
- * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
- * assignment (generation) and partition: a transactional producer whose id is bound to the
- * partition, connected and then explicitly fenced (an empty transaction: whoever owned the
- * partition before has its open transaction aborted and can commit nothing more); then the
- * partition's heads are restored, read-committed, from the heads topic.
- * Per batch: one fetch per resource (coalescing every request of the batch, all received before
- * the fetch starts), and one transaction holding the new snapshots, their heads, follow-up
- * requests, dead letters and the consumer offsets. Nothing is published unless all of it is.
+ * The fetcher: works the request partitions its owner holds (partition-owner.ts: fencing, one
+ * transactional producer per partition, heads). Per part of a batch: one fetch per resource
+ * (coalescing every request of the part, all received before the fetch starts), the plan of what
+ * the reads make (part-plan.ts), and one transaction holding the new snapshots, their heads,
+ * follow-up requests, dead letters and the consumer offsets (part-publisher.ts). Nothing is
+ * published unless all of it is.
  */
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
@@ -83,70 +64,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
   const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
-  let generation = 0;
-  let assigned: number[] = [];
-  let ready: Promise<void> | undefined;
-  const producers = new Map<number, Producer>();
-  const heads = new Map<number, Map<string, StoredHead>>();
+  const owner = createPartitionOwner({ kafka, log, internal: deps.internal });
+  const publish = createPartPublisher({ ...deps, limitOf, onFailure: owner.reset });
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
   const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
   const heartbeatIntervalMs = Math.max(100, Math.floor(sessionTimeoutMs / 10));
   const partSizers = new Map<number, PartSizer>();
-
-  const closeProducers = async () => {
-    const all = [...producers.values()];
-    producers.clear();
-    await Promise.allSettled(all.map((p) => p.disconnect()));
-  };
-
-  const onGroupJoin = (c: Consumer) =>
-    c.on(c.events.GROUP_JOIN, ({ payload }) => {
-      // Every (re)join may follow a period in which another instance owned our partitions:
-      // forget all heads and producers, and fence + restore again before the next batch.
-      generation++;
-      assigned = payload.memberAssignment[deps.internal.requests] ?? [];
-      ready = undefined;
-      heads.clear();
-      void closeProducers();
-      log.info('partitions assigned', { partitions: assigned, generation });
-      // Fence at once, not at the first batch: a crashed owner's open transactions (which also
-      // wrote follow-up requests into request partitions) hide everything after them from a
-      // read-committed consumer, so the first batch would never come and the partitions would
-      // wait for the transaction timeout. Fencing with our producers aborts those transactions.
-      prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
-    });
-
-  const prepare = (gen: number): Promise<void> => {
-    ready ??= (async () => {
-      const partitions = [...assigned];
-      await Promise.all(
-        partitions.map(async (p) => {
-          const producer = kafka.producer({
-            transactionalId: `${deps.internal.requests}.fetcher.${p}`,
-            idempotent: true,
-            maxInFlightRequests: 1,
-            createPartitioner: defaultPartitioner,
-            retry: EOS_RETRY,
-          });
-          await producer.connect();
-          producers.set(p, producer);
-          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
-          // restore below, which an open transaction of the previous owner would hold up.
-          await fencePreviousOwner(producer);
-        }),
-      );
-      const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
-      if (gen !== generation) return;
-      for (const [p, h] of restored) heads.set(p, h);
-      log.info('heads restored', { partitions, resources: [...restored.values()].reduce((n, h) => n + h.size, 0) });
-    })();
-    const current = ready;
-    current.catch(() => {
-      if (ready === current) ready = undefined;
-    });
-    return current;
-  };
 
   /** One read for all pending requests of a resource; a list page's body instead only where usablePrefetched allows it. */
   const readResource = async (pending: Pending[], head: StoredHead | undefined): Promise<ReadResult> => {
@@ -215,13 +139,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const handleBatch = async (payload: EachBatchPayload) => {
     const { batch } = payload;
     if (batch.isEmpty()) return;
-    const gen = generation;
-    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, prepare(gen));
+    const gen = owner.generation();
+    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, owner.prepare(gen));
     metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
     let sizer = partSizers.get(batch.partition);
     if (!sizer) partSizers.set(batch.partition, (sizer = createPartSizer(sessionTimeoutMs / 6)));
     for (let start = 0; start < batch.messages.length; ) {
-      if (!payload.isRunning() || payload.isStale() || gen !== generation) return;
+      if (!payload.isRunning() || payload.isStale() || gen !== owner.generation()) return;
       const end = partEnd(batch.messages, start, sizer.size());
       const started = Date.now();
       // The last part covers the batch to its last offset: past a trailing transaction marker too.
@@ -236,27 +160,17 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   /** One part of a batch: its reads, versions and offsets in one transaction. Returns how many resources it named, or undefined if the partition was reassigned meanwhile. */
   const handlePart = async (payload: EachBatchPayload, messages: KafkaMessage[], lastOffset: string, gen: number): Promise<number | undefined> => {
     const { batch } = payload;
-    const producer = producers.get(batch.partition);
-    const partitionHeads = heads.get(batch.partition);
-    if (gen !== generation || !producer || !partitionHeads) return undefined; // reassigned meanwhile
+    const owned = owner.partition(batch.partition, gen);
+    if (!owned) return undefined; // reassigned meanwhile
+    const partitionHeads = owned.heads;
     const firstOffset = (messages[0] as KafkaMessage).offset;
 
-    const letters: DeadLetter[] = [];
-    const byResource = new Map<string, Pending[]>();
-    for (const message of messages) {
-      metrics.requests.inc();
-      try {
-        const request = decodeFetchRequest(message.value);
-        const key = resourceKey(request.type, request.id);
-        byResource.set(key, [...(byResource.get(key) ?? []), { request, message }]);
-      } catch (err) {
-        letters.push(deadLetter(batch.topic, batch.partition, message, 'invalid-request', errorMessage(err)));
-      }
-    }
+    const source = { topic: batch.topic, partition: batch.partition, dlqTopic: deps.topics.webhooksDlq };
+    metrics.requests.inc(messages.length);
+    const { groups, letters: invalid } = groupRequests(messages, source);
 
     // All requests of this part were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (DESIGN.md property 2).
-    const groups = [...byResource.entries()];
     const results = await Promise.all(groups.map(([key, pending]) => readResource(pending, partitionHeads.get(key))));
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
@@ -266,150 +180,31 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     failures.delete(batch.partition);
     deps.health.setCondition('billing-api', undefined);
 
-    const snapshots: { key: string; value: SnapshotRecord }[] = [];
-    const headRecords: Message[] = [];
-    const followUps: Message[] = [];
-    const delayed: Message[] = [];
-    const givenUp: { type: string; reason: GiveUpReason; count: number }[] = [];
-    const newHeads = new Map<string, StoredHead>();
-    // Resources to be read again later: their webhooks are not yet answered (no freshness sample).
-    const rereads = new Set<string>();
     const decidedAt = Date.now();
-    groups.forEach(([key, pending], i) => {
-      const result = results[i] as ReadResult;
-      const first = (pending[0] as Pending).request;
-      metrics.coalesced.inc(pending.length - 1);
-      if (result.kind === 'failed') {
-        for (const p of pending) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'rejected-by-api', errorMessage(result.err)));
-        return;
-      }
-      const head = newHeads.get(key) ?? partitionHeads.get(key);
-      const outcome: ReadOutcome = result.kind === 'found' ? { kind: 'found', contentHash: result.hash } : result.kind === 'gone' ? { kind: 'gone' } : { kind: 'unreadable', problem: result.problem };
-      const decision = decideRead(head, outcome, pending.map((p) => p.request.retry), decidedAt, retryRules);
-      if (decision.action === 'retry') {
-        // Every request goes on, so the version that ends the wait still names all their webhooks.
-        for (const p of pending) delayed.push(encodeFetchRequest({ ...p.request, prefetched: undefined, retry: decision.retry }));
-        metrics.rereads.inc({ type: first.type, reason: decision.retry.reason });
-        rereads.add(key);
-        log.info('resource to be read again later', { resourceType: first.type, resourceId: first.id, reason: decision.retry.reason, attempt: decision.retry.attempt, dueInMs: decision.retry.dueAt - decidedAt });
-        return;
-      }
-      if (decision.action === 'give-up') {
-        for (const p of pending) letters.push(deadLetter(batch.topic, batch.partition, p.message, decision.reason, `${first.type} ${first.id}: ${decision.detail}`));
-        givenUp.push({ type: first.type, reason: decision.reason, count: pending.length });
-        return;
-      }
-      const next = nextVersion(head, decision.outcome);
-      // A contract's customer is read when the contract first names it (spec 2: the contract
-      // references its customer, which a client reads after the contract): on its first version,
-      // after a deletion, or when the reference changed. Not when a webhook behind this read
-      // named that very customer: it is fetched for that webhook anyway.
-      const customerId = next && result.kind === 'found' && first.type === 'Contract' ? customerReference(result.parsed) : undefined;
-      if (customerId !== undefined && (head === undefined || head.deleted || head.customerId !== customerId)) {
-        const customerKey = resourceKey('Customer', customerId);
-        if (!pending.some((p) => p.request.siblings?.includes(customerKey))) followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined, retry: undefined }));
-      }
-      const processes = result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
-      for (const id of processes?.reread ?? []) followUps.push(encodeFetchRequest({ ...(processes?.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
-      if (!next) {
-        metrics.unchanged.inc({ type: first.type });
-        // No version, but the contract's processes may be news: its head remembers them anyway.
-        if (head && processes && !sameIds(processes.remember, head.escalationProcessIds)) {
-          const stored: StoredHead = { ...head, escalationProcessIds: processes.remember };
-          newHeads.set(key, stored);
-          headRecords.push({ key, value: encodeHead(stored) });
-        }
-        return;
-      }
-      // valid_from must grow with the version even if the wall clock steps back.
-      const fetchedAt = Math.max(result.fetchedAt, (head?.fetchedAt ?? 0) + 1);
-      const stored: StoredHead = { ...next, fetchedAt, ...(customerId !== undefined ? { customerId } : {}), ...(processes && processes.remember.length > 0 ? { escalationProcessIds: processes.remember } : {}) };
-      newHeads.set(key, stored);
-      const requests = pending.map((p) => p.request).sort((a, b) => a.receivedAt - b.receivedAt);
-      const withEvent = requests.filter((r) => r.eventId !== null);
-      snapshots.push({
-        key,
-        value: {
-          resource_type: first.type,
-          resource_id: first.id,
-          version: next.version,
-          fetched_at: fetchedAt,
-          deleted: next.deleted,
-          content_hash: next.contentHash,
-          body: result.kind === 'found' ? result.body : null,
-          source_event_ids: withEvent.map((r) => r.eventId as string),
-          source_events: withEvent.map((r) => r.event ?? ''),
-          sources: requests.flatMap((r) => (r.source ? [{ topic: r.source.topic, partition: r.source.partition, offset: Number(r.source.offset) }] : [])),
-        },
-      });
-      headRecords.push({ key, value: encodeHead(stored) });
-      metrics.versions.inc({ type: first.type, deleted: String(next.deleted) });
-    });
-    const encodedSnapshots = await Promise.all(snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
-    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
-    // A body larger than the broker accepts can never be published: its requests go to the DLQ
-    // and its head stays, so a later, smaller state is versioned as usual. MESSAGE_TOO_LARGE is
-    // not retriable; sent, it would have failed this part again and again.
-    const unpublished = new Set(tooLarge.map((m) => m.key));
-    for (const m of tooLarge) {
-      newHeads.delete(m.key);
-      for (const p of byResource.get(m.key) ?? []) letters.push(deadLetter(batch.topic, batch.partition, p.message, 'snapshot-too-large', `snapshot of ${m.value.length} bytes exceeds max.message.bytes ${limitOf(deps.topics.snapshots)} of ${deps.topics.snapshots}`));
+    const planned = planPart({ groups, results, heads: partitionHeads, rules: retryRules, decidedAt, source });
+    metrics.coalesced.inc(planned.coalesced);
+    for (const r of planned.rereads) {
+      metrics.rereads.inc({ type: r.type, reason: r.retry.reason });
+      log.info('resource to be read again later', { resourceType: r.type, resourceId: r.id, reason: r.retry.reason, attempt: r.retry.attempt, dueInMs: r.retry.dueAt - decidedAt });
     }
-    const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
-
-    if (gen !== generation) return undefined;
-    const transaction = await producer.transaction();
-    try {
-      const topicMessages = [
-        { topic: deps.topics.snapshots, messages: publishable },
-        { topic: deps.internal.heads, messages: headRecords.filter((r) => !unpublished.has(r.key as string)) },
-        { topic: deps.internal.requests, messages: followUps },
-        { topic: deps.internal.delayed, messages: delayed },
-        ...encodedLetters,
-      ].filter((t) => t.messages.length > 0);
-      // Snapshots carry whole bodies: one send of a big part could exceed the largest record
-      // batch a partition accepts. Several sends in one transaction are still all or nothing.
-      for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
-      await transaction.sendOffsets({
-        consumerGroupId: deps.groupId,
-        topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() }] }],
-      });
-      await transaction.commit();
-    } catch (err) {
-      await transaction.abort().catch(() => undefined);
-      // The producer may be unusable now (fenced, or its sequence state lost in a broker
-      // restart). Start over as after a rebalance: new producers (fencing again), heads restored
-      // again; the retriable error makes kafkajs restart the consumer from the committed offsets.
-      ready = undefined;
-      heads.clear();
-      await closeProducers();
-      throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
-    }
-    for (const [key, head] of newHeads) partitionHeads.set(key, head);
+    for (const type of planned.unchanged) metrics.unchanged.inc({ type });
+    for (const v of planned.versions) metrics.versions.inc({ type: v.type, deleted: String(v.deleted) });
+    const published = await publish(owned.producer, { plan: planned, groups, invalid, source, lastOffset }, () => gen === owner.generation());
+    if (!published) return undefined;
+    const { plan, letters } = published;
+    for (const [key, head] of plan.heads) partitionHeads.set(key, head);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
-    for (const g of givenUp) {
+    for (const g of plan.givenUp) {
       metrics.givenUp.inc({ type: g.type, reason: g.reason }, g.count);
       log.warn('resource given up after rereads, request dead-lettered', { resourceType: g.type, reason: g.reason, requests: g.count });
     }
     const now = Date.now();
+    const rereads = new Set(plan.rereads.map((r) => r.key));
     for (const [key, pending] of groups) if (!rereads.has(key)) for (const p of pending) if (p.request.eventId) metrics.freshness.observe((now - p.request.receivedAt) / 1000);
     payload.resolveOffset(lastOffset);
     return groups.length;
   };
 
-  // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
-  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
-
-  const deadLetter = (topic: string, partition: number, message: KafkaMessage, errorClass: string, errorMessageText: string): DeadLetter => ({
-    dlqTopic: deps.topics.webhooksDlq,
-    sourceTopic: topic,
-    sourcePartition: partition,
-    sourceOffset: message.offset,
-    sourceKey: message.key,
-    sourceValue: message.value,
-    errorClass,
-    errorMessage: errorMessageText,
-  });
 
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.fetcher',
@@ -427,7 +222,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         ...(coalesceMs > 0 ? { minBytes: COALESCE_MIN_BYTES, maxWaitTimeInMs: coalesceMs } : {}),
       }),
     async start(c) {
-      onGroupJoin(c);
+      owner.onGroupJoin(c);
       await c.connect();
       await c.subscribe({ topic: deps.internal.requests, fromBeginning: true });
       await c.run({
@@ -453,7 +248,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       for (const timer of resumeTimers) clearTimeout(timer);
       resumeTimers.clear();
       await supervisor.running?.stop();
-      await closeProducers();
+      await owner.close();
     },
   };
 }

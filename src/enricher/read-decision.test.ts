@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FetchRequest, RetryState } from './fetch-request.js';
+import type { FetchRequest, RetryState } from '../wire/fetch-request.js';
 import { decideRead, parseBody, usablePrefetched, type RetryRules } from './read-decision.js';
 
 const rules: RetryRules = { notFoundWindowMs: 10_000, goneConfirmMs: 3000, unreadableAttempts: 3, baseDelayMs: 1000, maxDelayMs: 4000 };

@@ -1,4 +1,4 @@
-import type { FetchRequest, RetryState } from './fetch-request.js';
+import type { FetchRequest, RetryState } from '../wire/fetch-request.js';
 import type { StoredHead } from './head-store.js';
 import type { FetchOutcome, Head } from './versioning.js';
 

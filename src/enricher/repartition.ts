@@ -2,11 +2,11 @@ import type { Admin, Kafka, KafkaMessage, Message } from 'kafkajs';
 import { UserError } from '../errors.js';
 import { readToEnd } from '../kafka/read-to-end.js';
 import { partitionOfKey } from '../kafka/topic-checks.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { createIdempotentProducer } from '../kafka/producers.js';
 import { retry } from '../retry.js';
-import { assertGroupInactive } from '../sink/group-reset.js';
+import { assertGroupInactive } from '../kafka/group-reset.js';
 import { enricherGroupId, fetcherGroupId } from './enricher.js';
-import { enricherTopics } from './enricher-topics.js';
+import { enricherTopics } from '../wire/topics.js';
 
 export interface RepartitionReport {
   partitions: number;
@@ -32,7 +32,7 @@ export async function repartitionEnricherTopics(kafka: Kafka, prefix: string, op
   const progress = options.progress ?? (() => undefined);
   const admin = kafka.admin();
   await admin.connect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  const producer = createIdempotentProducer(kafka);
   try {
     const existing = new Set(await admin.listTopics());
     for (const topic of [internal.requests, internal.heads]) if (!existing.has(topic)) throw new UserError(`topic '${topic}' does not exist; check TOPIC_PREFIX`);

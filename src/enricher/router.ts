@@ -1,20 +1,21 @@
 import type { EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { resourceKey } from '../billing-api/resource-types.js';
 import { LoaderError, errorMessage } from '../errors.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
-import type { TopicNames } from '../kafka/topics.js';
+import { createIdempotentProducer } from '../kafka/producers.js';
+import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { createCommitThrottle } from '../kafka/commit-throttle.js';
-import { createDeadLetterWriter, type DeadLetter } from '../kafka/dead-letters.js';
+import { createDeadLetterWriter } from '../kafka/dead-letters.js';
+import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
 import type { Health } from '../health.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
-import { encodeFetchRequest, type FetchRequest } from './fetch-request.js';
-import type { EnricherTopics } from './enricher-topics.js';
-import type { WebhookRecord } from '../ingress/webhook-record.js';
+import { encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
+import type { EnricherTopics } from '../wire/topics.js';
+import type { WebhookRecord } from '../wire/webhook-record.js';
 
 export interface RouterDeps {
   kafka: Kafka;
@@ -43,7 +44,7 @@ const ROUTER_MIN_BYTES = 64 * 1024;
 const ROUTER_WAIT_MS = 20;
 
 export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<void> }> {
-  const newProducer = (): Producer => deps.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  const newProducer = (): Producer => createIdempotentProducer(deps.kafka);
   let producer = newProducer();
   let deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
   let producerReady = false;
@@ -73,16 +74,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
         record = (await deps.registry.decode(message.value as Buffer)) as WebhookRecord;
       } catch (err) {
         if ((err as { retriable?: boolean }).retriable) throw err; // registry unreachable: retry the batch
-        letters.push({
-          dlqTopic: deps.topics.webhooksDlq,
-          sourceTopic: batch.topic,
-          sourcePartition: batch.partition,
-          sourceOffset: message.offset,
-          sourceKey: message.key,
-          sourceValue: message.value,
-          errorClass: 'decode',
-          errorMessage: err instanceof Error ? err.message : String(err),
-        });
+        letters.push(deadLetterFor(deps.topics.webhooksDlq, batch.topic, batch.partition, message, 'decode', err instanceof Error ? err.message : String(err)));
         continue;
       }
       const refs = resourcesOf(record);

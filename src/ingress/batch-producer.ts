@@ -1,6 +1,6 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
-import { EOS_RETRY, defaultPartitioner } from '../kafka/client.js';
+import { createIdempotentProducer } from '../kafka/producers.js';
 import type { Logger } from '../log.js';
 
 export interface BatchProducerOptions {
@@ -80,8 +80,7 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
   // kafkajs's idempotence rules: acks -1, retries unbounded (its default for idempotent producers;
   // a bound "may invalidate EoS guarantees"), one request in flight per broker. Our callers are
   // bounded by timeoutMs instead, independently of kafkajs's retries.
-  const newProducer = (): Producer =>
-    kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY });
+  const newProducer = (): Producer => createIdempotentProducer(kafka);
   let producer = newProducer();
   let connected = false;
   let queue: Pending[] = [];

@@ -6,14 +6,15 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Health } from '../health.js';
-import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
+import { ensureTopics } from '../kafka/topics.js';
+import { pipelineTopicSpecs, topicNames } from '../wire/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { mountMetrics, mountPublicProbes, startOpsServer, type RunningOpsServer } from '../ops-server.js';
 import type { Registry } from '../registry/registry.js';
 import { createBatchProducer } from './batch-producer.js';
 import { createIngressMetrics } from './ingress-metrics.js';
-import { WEBHOOK_SCHEMA_FILE } from './webhook-record.js';
+import { WEBHOOK_SCHEMA_FILE, valueSubject } from '../wire/schemas.js';
 import { webhookPathToken } from './webhook-path.js';
 import { webhookHandler, type WebhookHandler } from './webhook-route.js';
 
@@ -89,7 +90,7 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
   let ops: RunningOpsServer | undefined;
   try {
     await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
-    const schemaId = await deps.registry.registerFile(`${topic}-value`, WEBHOOK_SCHEMA_FILE);
+    const schemaId = await deps.registry.registerFile(valueSubject(topic), WEBHOOK_SCHEMA_FILE);
     await producer.connect();
     addReadinessChecks(deps, admin, topic);
 

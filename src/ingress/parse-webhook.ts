@@ -1,14 +1,8 @@
-import { EVENT_FIELD, MAX_FIELD_LENGTH, knownField, type WebhookField } from './webhook-fields.js';
+import { EVENT_FIELD, MAX_FIELD_LENGTH, knownField, type WebhookField } from '../wire/webhook-fields.js';
+import type { ParsedWebhook } from '../wire/webhook-record.js';
 
 /** A webhook body that passed validation: what the record carries besides the body itself. */
-export interface ParsedWebhook {
-  /** The Event value as received. */
-  event: string;
-  /** Known fields (spec 6.2) by their Avro name; absent when the body does not carry them. */
-  fields: Record<string, string | number>;
-  /** Every other top-level field, with its original name and value. */
-  extra: Record<string, unknown>;
-}
+export type { ParsedWebhook };
 
 export type ParseResult = { ok: true; webhook: ParsedWebhook } | { ok: false; error: string };
 

@@ -1,4 +1,4 @@
-import { WEBHOOK_FIELDS } from './webhook-fields.js';
+import { WEBHOOK_FIELDS } from '../wire/webhook-fields.js';
 
 /**
  * The identifier fields in the order that picks a record's key: the first one a webhook carries

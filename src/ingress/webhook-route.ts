@@ -8,7 +8,7 @@ import { parseWebhook } from './parse-webhook.js';
 import { readBody } from './read-body.js';
 import { recordKey } from './record-key.js';
 import { isJsonContentType, tokenMatcher } from './request-checks.js';
-import { toWebhookRecord, type WebhookRecord } from './webhook-record.js';
+import { toWebhookRecord, type WebhookRecord } from '../wire/webhook-record.js';
 
 export interface WebhookRouteDeps {
   log: Logger;

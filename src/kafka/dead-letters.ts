@@ -1,17 +1,7 @@
 import type { Message, Producer } from 'kafkajs';
 import type { Registry } from '../registry/registry.js';
-
-/** One record for a DLQ (schemas/dead-letter.avsc): the source record byte for byte, and why it failed. */
-export interface DeadLetter {
-  dlqTopic: string;
-  sourceTopic: string;
-  sourcePartition: number;
-  sourceOffset: string;
-  sourceKey: Buffer | null;
-  sourceValue: Buffer | null;
-  errorClass: string;
-  errorMessage: string;
-}
+import type { DeadLetter } from '../wire/dead-letter.js';
+import { DEAD_LETTER_SCHEMA_FILE, valueSubject } from '../wire/schemas.js';
 
 export interface TopicMessages {
   topic: string;
@@ -27,7 +17,7 @@ export function createDeadLetterEncoder(registry: Registry, stage: string): (let
   const schemaId = (topic: string): Promise<number> => {
     let id = schemaIds.get(topic);
     if (!id) {
-      id = registry.registerFile(`${topic}-value`, 'dead-letter.avsc');
+      id = registry.registerFile(valueSubject(topic), DEAD_LETTER_SCHEMA_FILE);
       id.catch(() => schemaIds.delete(topic));
       schemaIds.set(topic, id);
     }

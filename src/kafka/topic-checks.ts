@@ -4,13 +4,7 @@ import type { Logger } from '../log.js';
 import { retry } from '../retry.js';
 import { defaultPartitioner } from './client.js';
 import { readToEnd } from './read-to-end.js';
-
-/**
- * Topic-level settings that make a log keep every record. The webhook and snapshot logs are what
- * replay and `replay --rebuild` read; set on the topic itself so that a cluster's default
- * (7 days on a stock broker) cannot apply.
- */
-export const KEEP_FOREVER: Record<string, string> = { 'retention.ms': '-1', 'retention.bytes': '-1' };
+import { KEEP_FOREVER } from '../wire/topics.js';
 
 /**
  * Warns, once per topic and setting, when a log the warehouse is rebuilt from expires records

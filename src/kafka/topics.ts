@@ -1,30 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, ITopicConfig } from 'kafkajs';
-import { KEEP_FOREVER } from './topic-checks.js';
-
-/** The public topics of INTERFACE.md section 4, derived from TOPIC_PREFIX. */
-export interface TopicNames {
-  webhooks: string;
-  snapshots: string;
-  webhooksDlq: string;
-  snapshotsDlq: string;
-}
-
-export function topicNames(prefix: string): TopicNames {
-  return {
-    webhooks: `${prefix}.webhooks`,
-    snapshots: `${prefix}.snapshots`,
-    webhooksDlq: `${prefix}.webhooks.dlq`,
-    snapshotsDlq: `${prefix}.snapshots.dlq`,
-  };
-}
-
-export interface TopicSpec {
-  topic: string;
-  numPartitions: number;
-  /** Broker-side topic configuration (e.g. cleanup.policy, min.insync.replicas). */
-  configEntries?: Record<string, string>;
-}
+import type { TopicSpec } from '../wire/topics.js';
 
 /**
  * Creates the topics that do not exist yet, with the replication factor the cluster allows
@@ -73,22 +49,4 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number)
     if (Date.now() > deadline) throw new Error(`topics ${topics.join(', ')} have no leader after ${timeoutMs} ms`);
     await sleep(100);
   }
-}
-
-/**
- * Partition counts of the public topics. webhooks and snapshots have the same count so that a
- * key lands on the same partition number in both (murmur2), and 6 lets up to six consumers of
- * a group share the work. DLQs are low-volume: one partition keeps them in arrival order.
- * Counts apply when a topic is created; an existing topic keeps its own.
- * webhooks and snapshots are the logs replay and rebuild read: they keep every record.
- */
-export const PIPELINE_PARTITIONS = 6;
-
-export function pipelineTopicSpecs(names: TopicNames): Record<keyof TopicNames, TopicSpec> {
-  return {
-    webhooks: { topic: names.webhooks, numPartitions: PIPELINE_PARTITIONS, configEntries: KEEP_FOREVER },
-    snapshots: { topic: names.snapshots, numPartitions: PIPELINE_PARTITIONS, configEntries: KEEP_FOREVER },
-    webhooksDlq: { topic: names.webhooksDlq, numPartitions: 1 },
-    snapshotsDlq: { topic: names.snapshotsDlq, numPartitions: 1 },
-  };
 }

@@ -6,7 +6,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { Agent as UndiciAgent, fetch as undiciFetch, type RequestInit } from 'undici';
 import type { Config } from '../config.js';
 import { LoaderError } from '../errors.js';
-import { packageRoot } from '../stack/settings.js';
+import { packageRoot } from '../package-root.js';
 
 /** Where the `.avsc` files of the public topics live. */
 export const schemasDir = join(packageRoot, 'schemas');

@@ -3,13 +3,14 @@ import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type pg from 'pg';
 import { errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
-import type { TopicNames } from '../kafka/topics.js';
+import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { backoffDelayMs } from '../retry.js';
 import { writeBatch, type BatchOutcome } from './batch-writer.js';
 import type { CommitThrottle } from '../kafka/commit-throttle.js';
-import type { DeadLetter, DeadLetterWriter } from '../kafka/dead-letters.js';
+import type { DeadLetterWriter } from '../kafka/dead-letters.js';
+import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { UnknownSchemaIdError, decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
 
@@ -89,16 +90,7 @@ function refusalLetters(outcome: BatchOutcome, messages: KafkaMessage[], dlqTopi
   const byOffset = new Map(messages.map((m) => [m.offset, m]));
   return outcome.refused.map(({ row, errorClass, message }) => {
     const source = byOffset.get(row.coordinates.offset);
-    return {
-      dlqTopic,
-      sourceTopic: row.coordinates.topic,
-      sourcePartition: row.coordinates.partition,
-      sourceOffset: row.coordinates.offset,
-      sourceKey: source?.key ?? null,
-      sourceValue: source?.value ?? null,
-      errorClass,
-      errorMessage: message,
-    };
+    return deadLetterFor(dlqTopic, row.coordinates.topic, row.coordinates.partition, { offset: row.coordinates.offset, key: source?.key ?? null, value: source?.value ?? null }, errorClass, message);
   });
 }
 

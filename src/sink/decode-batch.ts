@@ -1,7 +1,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import { unknownSchemaId, type Registry } from '../registry/registry.js';
-import type { DeadLetter } from '../kafka/dead-letters.js';
+import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { InvalidRecordError, toSnapshotRow, toWebhookRow, type SnapshotRow, type WebhookRow } from './records.js';
 
 export type InputKind = 'snapshots' | 'webhooks';
@@ -38,16 +38,7 @@ export async function decodeBatch(registry: Registry, kind: InputKind, topic: st
   const out: DecodedBatch = { snapshots: [], webhooks: [], letters: [] };
   for (const m of messages) {
     const coordinates = { topic, partition, offset: m.offset };
-    const letter = (errorClass: string, message: string): DeadLetter => ({
-      dlqTopic,
-      sourceTopic: topic,
-      sourcePartition: partition,
-      sourceOffset: m.offset,
-      sourceKey: m.key ?? null,
-      sourceValue: m.value ?? null,
-      errorClass,
-      errorMessage: message,
-    });
+    const letter = (errorClass: string, message: string): DeadLetter => deadLetterFor(dlqTopic, topic, partition, m, errorClass, message);
     if (!m.value || m.value.length === 0) {
       out.letters.push(letter('decode', 'empty record value'));
       continue;

@@ -5,14 +5,14 @@ import type { Config } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { quoteIdent } from '../db/pool.js';
 import { UserError } from '../errors.js';
-import { topicNames } from '../kafka/topics.js';
+import { topicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { retry } from '../retry.js';
 import { writeBatch } from './batch-writer.js';
 import { classifyDatabaseError } from './database-errors.js';
 import { decodeBatch } from './decode-batch.js';
-import { assertGroupInactive, committedOffsets } from './group-reset.js';
+import { assertGroupInactive, committedOffsets } from '../kafka/group-reset.js';
 
 export interface RebuildDeps {
   kafka: Kafka;

@@ -4,9 +4,11 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
 import type { Health } from '../health.js';
-import { EOS_RETRY, createKafka, defaultPartitioner, kafkaConnection } from '../kafka/client.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
+import { createIdempotentProducer } from '../kafka/producers.js';
 import { assertCommittedOffsetsInRange, warnIfLogExpires } from '../kafka/topic-checks.js';
-import { ensureTopics, pipelineTopicSpecs, topicNames } from '../kafka/topics.js';
+import { ensureTopics } from '../kafka/topics.js';
+import { pipelineTopicSpecs, topicNames } from '../wire/topics.js';
 import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { createRegistry, type Registry } from '../registry/registry.js';
@@ -80,7 +82,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   }
 
   // The batch handler retries a failed dead-letter send; each retry needs a producer the broker still accepts.
-  const producer = createRenewingProducer(() => kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner, retry: EOS_RETRY }));
+  const producer = createRenewingProducer(() => createIdempotentProducer(kafka));
   const commits = createCommitThrottle(log);
   const eachBatch = createBatchHandler({
     pool,

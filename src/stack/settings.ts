@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../package-root.js';
 
-/** The package root (where package.json, schemas/ and migrations/ are), whether run from src/ or dist/. */
-export const packageRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+// The stack's services find their files from the package root too.
+export { packageRoot };
 
 /** Where the local stack keeps its downloads, data, logs and pid files (git-ignored). */
 export const defaultStackDir = join(packageRoot, '.stack');

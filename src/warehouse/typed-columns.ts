@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RESOURCE_TYPES, isResourceType, type ResourceType } from '../billing-api/resource-types.js';
 import { UserError } from '../errors.js';
-import { packageRoot } from '../stack/settings.js';
+import { packageRoot } from '../package-root.js';
 
 /** The shipped mapping; `migrate` reads it each run, so editing it and migrating again applies it. */
 export const typedColumnsFile = join(packageRoot, 'warehouse', 'typed-columns.json');

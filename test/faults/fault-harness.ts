@@ -15,7 +15,7 @@ import { silentLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/registry/registry.js';
 import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
-import { packageRoot } from '../../src/stack/settings.js';
+import { packageRoot } from '../../src/package-root.js';
 import { testConfig } from '../helpers/environment.js';
 import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/stack/settings.js';
+import { packageRoot } from '../../src/package-root.js';
 
 export interface CliResult {
   code: number | null;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
-import { packageRoot } from '../../src/stack/settings.js';
+import { packageRoot } from '../../src/package-root.js';
 import { testConfig } from '../helpers/environment.js';
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createBillingApiClient, type BillingApiClient } from '../../src/billing-api/client.js';
-import { enricherTopics } from '../../src/enricher/enricher-topics.js';
-import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
+import { enricherTopics } from '../../src/wire/topics.js';
+import { encodeFetchRequest } from '../../src/wire/fetch-request.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
 import { createLogger } from '../../src/log.js';
 import { uniqueSuffix } from '../helpers/environment.js';

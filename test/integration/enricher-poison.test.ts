@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/client.js';
-import { topicNames } from '../../src/kafka/topics.js';
+import { topicNames } from '../../src/wire/topics.js';
 import { silentLogger } from '../../src/log.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { startEnricherHarness, type EnricherHarness } from './enricher-harness.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enricherTopics } from '../../src/enricher/enricher-topics.js';
-import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
+import { enricherTopics } from '../../src/wire/topics.js';
+import { encodeFetchRequest } from '../../src/wire/fetch-request.js';
 import type { ResourceReader } from '../../src/enricher/resource-reader.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';

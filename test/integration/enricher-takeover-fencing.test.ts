@@ -1,6 +1,6 @@
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { enricherTopics } from '../../src/enricher/enricher-topics.js';
+import { enricherTopics } from '../../src/wire/topics.js';
 import { encodeHead } from '../../src/enricher/head-store.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { createLogger } from '../../src/log.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/stack/settings.js';
+import { packageRoot } from '../../src/package-root.js';
 
 /**
  * The heap growth setting must reach V8's collector in a running process: V8 prints the factor

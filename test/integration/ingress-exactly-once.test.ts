@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PIPELINE_PARTITIONS } from '../../src/kafka/topics.js';
+import { PIPELINE_PARTITIONS } from '../../src/wire/topics.js';
 import { startTestIngress, type TestIngress } from './ingress-harness.js';
 
 let t: TestIngress;

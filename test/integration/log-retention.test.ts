@@ -1,10 +1,11 @@
 import type { Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnricher, enricherGroupId } from '../../src/enricher/enricher.js';
-import { enricherTopicSpecs, enricherTopics } from '../../src/enricher/enricher-topics.js';
+import { enricherTopicSpecs, enricherTopics } from '../../src/wire/topics.js';
 import { createHealth } from '../../src/health.js';
 import { partitionOfKey } from '../../src/kafka/topic-checks.js';
-import { ensureTopics, topicNames } from '../../src/kafka/topics.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
+import { topicNames } from '../../src/wire/topics.js';
 import { errorMessage } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';

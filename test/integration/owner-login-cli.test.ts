@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createKafka } from '../../src/kafka/client.js';
-import { ensureTopics, pipelineTopicSpecs, topicNames } from '../../src/kafka/topics.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
+import { pipelineTopicSpecs, topicNames } from '../../src/wire/topics.js';
 import { silentLogger } from '../../src/log.js';
 import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { runCli } from '../helpers/cli.js';

@@ -1,12 +1,13 @@
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnricher } from '../../src/enricher/enricher.js';
-import { enricherTopicSpecs, enricherTopics, type EnricherTopics } from '../../src/enricher/enricher-topics.js';
-import { encodeFetchRequest } from '../../src/enricher/fetch-request.js';
-import type { SnapshotRecord } from '../../src/enricher/snapshot-record.js';
+import { enricherTopicSpecs, enricherTopics, type EnricherTopics } from '../../src/wire/topics.js';
+import { encodeFetchRequest } from '../../src/wire/fetch-request.js';
+import type { SnapshotRecord } from '../../src/wire/snapshot-record.js';
 import { createHealth } from '../../src/health.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
-import { ensureTopics, topicNames } from '../../src/kafka/topics.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
+import { topicNames } from '../../src/wire/topics.js';
 import type { Config } from '../../src/config.js';
 import type { Running } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/log.js';

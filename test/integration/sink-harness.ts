@@ -1,4 +1,4 @@
-import type { SnapshotRecord } from '../../src/enricher/snapshot-record.js';
+import type { SnapshotRecord } from '../../src/wire/snapshot-record.js';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kafka, Producer } from 'kafkajs';
 import type pg from 'pg';
@@ -7,7 +7,8 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
-import { ensureTopics, pipelineTopicSpecs, topicNames, type TopicNames } from '../../src/kafka/topics.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
+import { pipelineTopicSpecs, topicNames, type TopicNames } from '../../src/wire/topics.js';
 import type { Running } from '../../src/lifecycle.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
@@ -48,7 +49,7 @@ export interface SinkHarness {
   close(): Promise<void>;
 }
 
-export type { SnapshotRecord } from '../../src/enricher/snapshot-record.js';
+export type { SnapshotRecord } from '../../src/wire/snapshot-record.js';
 
 export interface WebhookRecord {
   event_id: string;

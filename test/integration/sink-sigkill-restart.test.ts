@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/stack/settings.js';
+import { packageRoot } from '../../src/package-root.js';
 import { testConfig } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { createSinkHarness, snapshot, type SinkHarness } from './sink-harness.js';

@@ -3,9 +3,10 @@ import { join } from 'node:path';
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { schemasDir } from '../registry/registry.js';
-import { parseWebhook } from './parse-webhook.js';
+import { parseWebhook } from '../ingress/parse-webhook.js';
 import { WEBHOOK_FIELDS } from './webhook-fields.js';
-import { WEBHOOK_SCHEMA_FILE, toWebhookRecord } from './webhook-record.js';
+import { WEBHOOK_SCHEMA_FILE } from './schemas.js';
+import { toWebhookRecord } from './webhook-record.js';
 
 const schemaJson = JSON.parse(readFileSync(join(schemasDir, WEBHOOK_SCHEMA_FILE), 'utf8')) as { fields: { name: string; type: unknown; default?: unknown }[] };
 const type = avro.Type.forSchema(schemaJson as avro.Schema);

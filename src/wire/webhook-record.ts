@@ -1,8 +1,14 @@
 import { WEBHOOK_FIELDS, type WebhookFieldName } from './webhook-fields.js';
-import type { ParsedWebhook } from './parse-webhook.js';
 
-/** The file in schemas/ that describes a webhook record. */
-export const WEBHOOK_SCHEMA_FILE = 'webhook.avsc';
+/** What the ingress made of a webhook body (its parseWebhook result): the record is built from it. */
+export interface ParsedWebhook {
+  /** The Event value as received. */
+  event: string;
+  /** Known fields (spec 6.2) by their Avro name; absent when the body does not carry them. */
+  fields: Record<string, string | number>;
+  /** Every other top-level field, with its original name and value. */
+  extra: Record<string, unknown>;
+}
 
 /**
  * The value of one `<prefix>.webhooks` record, as schemas/webhook.avsc declares it: what the

@@ -1,0 +1,79 @@
+import type { Producer } from 'kafkajs';
+import { LoaderError, errorMessage } from '../errors.js';
+import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
+import { partitionBySize, splitSends } from '../kafka/split-sends.js';
+import type { Registry } from '../registry/registry.js';
+import type { DeadLetter } from '../wire/dead-letter.js';
+import type { EnricherTopics, TopicNames } from '../wire/topics.js';
+import { holdBackTooLarge, type PartPlan, type PartSource, type Pending } from './part-plan.js';
+
+export interface PartPublisherDeps {
+  registry: Registry;
+  snapshotSchemaId: number;
+  topics: TopicNames;
+  internal: EnricherTopics;
+  groupId: string;
+  /** Each topic's max.message.bytes (readMessageLimits). */
+  limitOf: (topic: string) => number;
+  /** Called after a failed transaction, before the error is thrown (the owner starts over). */
+  onFailure: () => Promise<void>;
+}
+
+export interface PlannedPart {
+  plan: PartPlan;
+  groups: [string, Pending[]][];
+  /** Dead letters of records that were no fetch request. */
+  invalid: DeadLetter[];
+  source: PartSource;
+  /** The last offset the part covers: the offsets committed are the one after it. */
+  lastOffset: string;
+}
+
+/**
+ * Publishes a planned part: encodes its snapshots and dead letters, holds back a snapshot too
+ * large for the broker, and sends everything with the consumer offsets in one transaction.
+ * Nothing is published unless all of it is.
+ */
+export function createPartPublisher(deps: PartPublisherDeps) {
+  const { limitOf } = deps;
+  // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
+  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
+
+  /** Returns the plan as published and its dead letters, or undefined if `stillOwner` said no before the transaction. */
+  return async (producer: Producer, part: PlannedPart, stillOwner: () => boolean): Promise<{ plan: PartPlan; letters: DeadLetter[] } | undefined> => {
+    const { source } = part;
+    const encodedSnapshots = await Promise.all(part.plan.snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
+    const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
+    const { plan } = holdBackTooLarge(part.plan, part.groups, tooLarge.map((m) => ({ key: m.key, bytes: m.value.length })), { topic: deps.topics.snapshots, maxBytes: limitOf(deps.topics.snapshots) }, source);
+    const letters = [...part.invalid, ...plan.letters];
+    const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
+
+    if (!stillOwner()) return undefined;
+    const transaction = await producer.transaction();
+    try {
+      const topicMessages = [
+        { topic: deps.topics.snapshots, messages: publishable },
+        { topic: deps.internal.heads, messages: plan.headRecords },
+        { topic: deps.internal.requests, messages: plan.followUps },
+        { topic: deps.internal.delayed, messages: plan.delayed },
+        ...encodedLetters,
+      ].filter((t) => t.messages.length > 0);
+      // Snapshots carry whole bodies: one send of a big part could exceed the largest record
+      // batch a partition accepts. Several sends in one transaction are still all or nothing.
+      for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
+      await transaction.sendOffsets({
+        consumerGroupId: deps.groupId,
+        topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: (BigInt(part.lastOffset) + 1n).toString() }] }],
+      });
+      await transaction.commit();
+    } catch (err) {
+      await transaction.abort().catch(() => undefined);
+      // The retriable error makes kafkajs restart the consumer from the committed offsets.
+      await deps.onFailure();
+      throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: source.topic, partition: source.partition } });
+    }
+    return { plan, letters };
+  };
+}
+
+export type PartPublisher = ReturnType<typeof createPartPublisher>;
