@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Sink throughput benchmark (issue 6). Not a test: it measures and prints, it asserts nothing.
+// Sink throughput benchmark. Not a test: it measures and prints, it asserts nothing.
 //
 //   npm run bench:sink -- [--records N] [--batch-bytes B] [--keep]
 //

@@ -6,7 +6,7 @@ import { billingApiClientOptions } from './client-options.js';
 const base = { STACK_DIR: '/nonexistent-stack-dir', BILLING_API_URL: 'http://127.0.0.1:9/', BILLING_AUTH_URL: 'http://127.0.0.1:9', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's3cret' };
 
 describe('billingApiClientOptions', () => {
-  it('defaults the budget and the DESIGN.md paths', () => {
+  it('defaults the budget and the docs/CONTRACT.md paths', () => {
     const o = billingApiClientOptions(loadConfig(base));
     expect(o).toMatchObject({ apiUrl: 'http://127.0.0.1:9', requestsPerSecond: 20, burst: undefined, maxConcurrency: 8, requestTimeoutMs: 10_000, maxAttempts: 6 });
     expect(o.grant).toEqual({ kind: 'client_credentials', clientSecret: 's3cret' });

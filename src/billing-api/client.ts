@@ -37,7 +37,7 @@ export interface BillingApiClientOptions {
   maxBackoffMs?: number;
   /** Longest Retry-After waited in-process, in milliseconds; a longer one fails the call at once with ApiUnavailableError.retryAfterMs. Default 60000. */
   maxRetryAfterMs?: number;
-  /** Path of each resource type under `/api/v1/`. Default RESOURCE_TYPE_INFO paths (DESIGN.md). */
+  /** Path of each resource type under `/api/v1/`. Default RESOURCE_TYPE_INFO paths (docs/CONTRACT.md). */
   paths?: Partial<Record<ResourceType, string>>;
   /** Default silent. Never receives tokens or secrets. */
   logger?: Logger;

@@ -5,7 +5,7 @@ import type { ResourceType } from './resource-types.js';
 export const MAX_ID_LENGTH = 1024;
 
 /**
- * Encodes an identifier as exactly one path segment (DESIGN.md property 8): a webhook claiming
+ * Encodes an identifier as exactly one path segment (docs/CONTRACT.md property 8): a webhook claiming
  * `ContractId: "../Customers/x"` fetches `Contracts/..%2FCustomers%2Fx` and nothing else.
  * encodeURIComponent leaves '.' alone, so an id that is exactly `.` or `..` would be a dot
  * segment that a proxy or server may resolve (RFC 3986 5.2.4) and climb out of the resource

@@ -1,7 +1,7 @@
 /**
  * The resource types of the billing service (spec section 2) with their canonical names, the
  * identifier field that names them in webhooks, their warehouse name, and the default REST
- * path. The paths are an assumption (the spec does not show resource endpoints; DESIGN.md
+ * path. The paths are an assumption (the spec does not show resource endpoints; docs/CONTRACT.md
  * gives these defaults) and can be overridden per type.
  */
 export const RESOURCE_TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'] as const;

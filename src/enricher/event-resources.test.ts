@@ -43,8 +43,8 @@ const all = {
 
 const refs = (event: string, fields: Partial<WebhookRecord> = all) => resourcesOf(record(event, fields)).map((r) => `${r.type}:${r.id}`);
 
-describe('resourcesOf (DESIGN.md event table)', () => {
-  it('covers the events of spec 6.2: its table has 25 (the issues say 26, a miscount)', () => {
+describe('resourcesOf (docs/CONTRACT.md event table)', () => {
+  it('covers the events of spec 6.2: its table has 25 (not 26: the header row is no event)', () => {
     expect(KNOWN_EVENTS).toHaveLength(25);
   });
   it.each([

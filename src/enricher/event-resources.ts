@@ -28,7 +28,7 @@ const FIELD_TYPE: Record<IdField, ResourceType> = {
 const CONTRACT_ONLY: IdField[] = ['contract_id'];
 const CUSTOMER_ONLY: IdField[] = ['customer_id'];
 
-/** DESIGN.md, "Which resources an event refers to" (spec section 6.2). */
+/** docs/CONTRACT.md, "Which resources an event refers to" (spec section 6.2). */
 const EVENT_FIELDS: Record<string, IdField[]> = {
   OrderSucceeded: ['order_id', 'contract_id'],
   ContractCreated: CONTRACT_ONLY,
@@ -49,7 +49,7 @@ const EVENT_FIELDS: Record<string, IdField[]> = {
   CustomerUnlocked: CUSTOMER_ONLY,
   DunningCreated: ['dunning_id'],
   InvoiceCreated: ['invoice_id'],
-  // The deprecated invoice ids are fetched when present (DESIGN.md).
+  // The deprecated invoice ids are fetched when present (docs/CONTRACT.md).
   InvoiceCorrected: ['old_invoice_draft_id', 'new_invoice_draft_id', 'old_invoice_id', 'new_invoice_id'],
   DebitAuthCancelled: ['contract_id', 'customer_id'],
   PaymentEscalationReset: ['contract_id', 'customer_id'],

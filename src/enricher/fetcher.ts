@@ -170,7 +170,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const { groups, letters: invalid } = groupRequests(messages, source);
 
     // All requests of this part were received before this point, so one fetch per resource,
-    // started now, is fresh for every one of them (DESIGN.md property 2).
+    // started now, is fresh for every one of them (docs/CONTRACT.md property 2).
     const results = await Promise.all(groups.map(([key, pending]) => readResource(pending, partitionHeads.get(key))));
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {

@@ -19,7 +19,7 @@ export interface OwnedPartition {
 }
 
 /**
- * Owns the resources of the request partitions assigned to it (DESIGN.md property 4). Per
+ * Owns the resources of the request partitions assigned to it (docs/CONTRACT.md property 4). Per
  * assignment (generation) and partition: a transactional producer whose id is bound to the
  * partition, connected and then explicitly fenced (an empty transaction: whoever owned the
  * partition before has its open transaction aborted and can commit nothing more); then the

@@ -7,7 +7,7 @@ export interface ResourceReader {
 }
 
 /**
- * How a failed read affects the pipeline (DESIGN.md property 7):
+ * How a failed read affects the pipeline (docs/CONTRACT.md property 7):
  * - `unavailable`: the API is down, slow or rate-limiting: pause the partition, retry later,
  *   never DLQ;
  * - `credentials`: our credentials are refused (401 after renewal, 403): a configuration

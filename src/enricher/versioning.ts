@@ -10,7 +10,7 @@ export type FetchOutcome = { kind: 'found'; contentHash: string } | { kind: 'gon
 export const DELETED_HASH = 'deleted';
 
 /**
- * The next version of a resource, if the fetched state makes one (DESIGN.md property 3):
+ * The next version of a resource, if the fetched state makes one (docs/CONTRACT.md property 3):
  * - found, and never seen or different from the head (or the head is a deletion): head + 1;
  * - found with the head's content: nothing (duplicates, late and reordered webhooks end here);
  * - gone after having existed: one deleted version; gone again, or never seen: nothing (a

@@ -7,7 +7,7 @@ export type { ParsedWebhook };
 export type ParseResult = { ok: true; webhook: ParsedWebhook } | { ok: false; error: string };
 
 // C0 controls, DEL and C1 controls: never part of an identifier, and a classic vehicle for log
-// injection and path tricks downstream (DESIGN.md property 8).
+// injection and path tricks downstream (docs/CONTRACT.md property 8).
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
@@ -21,7 +21,7 @@ export const MAX_NESTING_DEPTH = 64;
 
 // A lone UTF-16 surrogate (from a `\ud800` escape) has no UTF-8 form: the record would carry
 // U+FFFD replacement characters instead, and the enricher would fetch an id that is not the one
-// received (DESIGN.md property 8). With the u flag, a valid pair is one code point and does not match.
+// received (docs/CONTRACT.md property 8). With the u flag, a valid pair is one code point and does not match.
 const LONE_SURROGATE = /\p{Cs}/u;
 
 const INT32_MIN = -(2 ** 31);

@@ -34,7 +34,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 export type WebhookHandler = (req: IncomingMessage, res: ServerResponse, givenToken: string | undefined) => Promise<void>;
 
 /**
- * POST /webhooks[/<token>] (INTERFACE.md section 3). The 200 goes out only after the broker
+ * POST /webhooks[/<token>] (docs/CONTRACT.md section 3). The 200 goes out only after the broker
  * acknowledged the record; every rejection is `{"error": ...}` and writes nothing. Logs carry
  * the event name, identifiers and event_id only: never the body, the token or header values.
  */

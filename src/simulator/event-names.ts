@@ -1,6 +1,6 @@
 /**
- * Every event of spec section 6.2, in the spec's order. The table has 25 events (issue 3 says
- * 26, counting the header row); all of them occur in the default scenario. AccountCreated is
+ * Every event of spec section 6.2, in the spec's order. The table has 25 events (a count of 26
+ * includes its header row); all of them occur in the default scenario. AccountCreated is
  * deprecated upstream (replaced by ContractCreated) but still sent, so the simulator sends it too.
  */
 export const EVENT_NAMES = [

@@ -1,7 +1,7 @@
 /**
  * The eight resource types the upstream's events refer to (spec section 2), with the path
  * segment the simulator serves them under. The spec does not show resource endpoints; these
- * paths are the project's assumption (DESIGN.md), documented in docs/SIMULATOR.md.
+ * paths are the project's assumption (docs/CONTRACT.md), documented in docs/SIMULATOR.md.
  */
 export const RESOURCE_TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'] as const;
 

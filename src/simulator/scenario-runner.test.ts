@@ -8,7 +8,7 @@ import { createRandom } from './seeded-random.js';
 import { SimulatedClock } from './simulated-clock.js';
 import { TruthStore } from './truth-store.js';
 
-/** The resources a receiver fetches for an event (DESIGN.md table), contract → its customer and, on a reset, its escalation processes included. */
+/** The resources a receiver fetches for an event (docs/CONTRACT.md table), contract → its customer and, on a reset, its escalation processes included. */
 function referenced(p: WebhookPayload, store: TruthStore): Array<[ResourceType, string]> {
   const out: Array<[ResourceType, string]> = [];
   const add = (type: ResourceType, id: unknown) => typeof id === 'string' && out.push([type, id]);

@@ -34,7 +34,7 @@ export const WRITE_CONDITION = 'sink-writes';
 
 /**
  * The eachBatch handler: decode, write in one transaction, send dead letters, and only then
- * resolve and commit the batch's offsets (DESIGN.md properties 5, 6, 7). Any failure of those
+ * resolve and commit the batch's offsets (docs/CONTRACT.md properties 5, 6, 7). Any failure of those
  * steps retries the whole batch with backoff, heartbeating meanwhile so the group keeps the
  * partition; every step is idempotent, so a retry after a partial success (a COMMIT whose answer
  * was lost, dead letters sent before a crash) writes nothing twice in the warehouse. If the sink

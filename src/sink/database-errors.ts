@@ -5,7 +5,7 @@ import { isRetriable, isRetriableSqlState } from '../errors.js';
  * value the database refuses) are the record's fault and may send a record to the DLQ; every
  * other failure (server down or restarting, connection lost, a missing table because migrations
  * were not run, a permission missing) is retried with backoff, because DLQ-ing good records for
- * an outage would lose them from the warehouse (DESIGN.md property 7).
+ * an outage would lose them from the warehouse (docs/CONTRACT.md property 7).
  */
 export type DatabaseFailure = 'transient' | 'data' | 'blocked';
 

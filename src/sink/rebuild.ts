@@ -43,7 +43,7 @@ export interface RebuildReport {
 }
 
 /**
- * Rebuilds the warehouse from `<prefix>.snapshots` and `<prefix>.webhooks` (DESIGN.md property 5)
+ * Rebuilds the warehouse from `<prefix>.snapshots` and `<prefix>.webhooks` (docs/CONTRACT.md property 5)
  * into a fresh schema, verifies it, and swaps it in by renaming both schemas in one transaction,
  * so analysts see the old warehouse or the new one, never a half-filled one (blue/green).
  *

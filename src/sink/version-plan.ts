@@ -32,7 +32,7 @@ const versionKey = (type: string, id: string, version: number): string => `${typ
  * Decides, for a batch of snapshots in log order, which rows to append. Pure: the database
  * answers `heads` (the newest stored version per resource in the batch) and `stored` (the hash
  * of every stored version at or below its head that the batch mentions), and this function
- * applies DESIGN.md property 3 to them:
+ * applies docs/CONTRACT.md property 3 to them:
  *
  * - a version already stored with the same hash is a replay: skipped (this is what makes
  *   replaying the log a no-op, beside the primary key);

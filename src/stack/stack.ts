@@ -36,7 +36,7 @@ function services(o: StackOptions): StackService[] {
 /**
  * Brings every service up (installing on first use), idempotently: a service of ours that is
  * already running is only checked, never started twice. Resolves when each one does real work;
- * returns the connection settings of INTERFACE.md section 2.
+ * returns the connection settings of docs/CONTRACT.md section 2.
  */
 export async function stackUp(o: StackOptions): Promise<Record<string, string>> {
   const progress = o.progress ?? (() => {});

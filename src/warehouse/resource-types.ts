@@ -1,7 +1,7 @@
 import { RESOURCE_TYPES, RESOURCE_TYPE_INFO, type ResourceType } from '../billing-api/resource-types.js';
 
 /**
- * Names of the warehouse's public objects (INTERFACE.md section 5), from the shared resource type
+ * Names of the warehouse's public objects (docs/CONTRACT.md section 5), from the shared resource type
  * map. Migration 0002 creates the views for the same eight types. A type that is not in the map
  * is still stored in resource_versions (the snapshot schema keeps the type a string so a type the
  * billing service adds later does not break the sink); it has no view until a migration adds one.

@@ -13,7 +13,7 @@ export interface TopicSpec {
  */
 export const KEEP_FOREVER: Record<string, string> = { 'retention.ms': '-1', 'retention.bytes': '-1' };
 
-/** The public topics of INTERFACE.md section 4, derived from TOPIC_PREFIX. */
+/** The public topics of docs/CONTRACT.md section 4, derived from TOPIC_PREFIX. */
 export interface TopicNames {
   webhooks: string;
   snapshots: string;

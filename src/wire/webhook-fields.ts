@@ -21,7 +21,7 @@ export interface WebhookField {
   /** The Avro field name (snake_case). */
   avro: string;
   kind: WebhookFieldKind;
-  /** For `id` fields: the canonical resource type the identifier refers to (INTERFACE.md section 4). */
+  /** For `id` fields: the canonical resource type the identifier refers to (docs/CONTRACT.md section 4). */
   resourceType?: string;
   /** Deprecated upstream (spec 6.2): may arrive empty or null, which means absent. */
   deprecated?: boolean;
@@ -52,7 +52,7 @@ export type WebhookFieldName<K extends WebhookFieldKind = WebhookFieldKind> = Ex
 /** The event-name field every body must carry (spec 6.1 rule 2). */
 export const EVENT_FIELD = 'Event';
 
-/** Longest identifier or string field accepted, in characters (INTERFACE.md section 3). */
+/** Longest identifier or string field accepted, in characters (docs/CONTRACT.md section 3). */
 export const MAX_FIELD_LENGTH = 256;
 
 const byLowerName = new Map(WEBHOOK_FIELDS.map((f) => [f.name.toLowerCase(), f]));

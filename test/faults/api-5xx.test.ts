@@ -5,7 +5,7 @@ import { apiAnswers } from './api-answers.js';
 /**
  * The billing API answers every request (token endpoint included) with 500, 502 or 503 for a
  * while, mid-scenario. The enricher retries with backoff and pauses its partitions; nothing goes
- * to the DLQ for an outage, and once the API is back every version lands exactly (DESIGN.md
+ * to the DLQ for an outage, and once the API is back every version lands exactly (docs/CONTRACT.md
  * property 7).
  */
 let run: FaultRun;

@@ -5,7 +5,7 @@ import { apiAnswers } from './api-answers.js';
 /**
  * The billing API's request limit drops to 2 per second mid-scenario, far below the loader's own
  * budget, so it answers 429 with Retry-After (spec 8). The enricher honours it and pauses; nothing
- * goes to the DLQ, nothing is lost, and it catches up once the limit is lifted (DESIGN.md
+ * goes to the DLQ, nothing is lost, and it catches up once the limit is lifted (docs/CONTRACT.md
  * properties 7 and 8).
  */
 let run: FaultRun;

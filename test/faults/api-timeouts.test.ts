@@ -6,7 +6,7 @@ import { apiAnswers } from './api-answers.js';
  * The billing API stops answering mid-scenario (requests hang until the client's time limit,
  * BILLING_API_TIMEOUT_MS, set to 1 s here). The enricher times out, retries with backoff and
  * pauses; nothing goes to the DLQ, nothing is lost, and it catches up once the API answers again
- * (DESIGN.md property 7).
+ * (docs/CONTRACT.md property 7).
  */
 let run: FaultRun;
 beforeAll(async () => {

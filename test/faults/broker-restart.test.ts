@@ -7,7 +7,7 @@ import { nativeKafka, startPrivateKafka, type PrivateService } from './private-s
  * The Kafka broker stopped mid-scenario and started again, under all three running components.
  * Meanwhile the ingress answers 503 (never a 2xx for an unpersisted webhook), the sender retries,
  * and every component reconnects by itself: nothing acknowledged is lost, no version repeated
- * (DESIGN.md properties 1 and 6). The broker is this test's own (see private-services.ts).
+ * (docs/CONTRACT.md properties 1 and 6). The broker is this test's own (see private-services.ts).
  */
 let kafka: PrivateService | undefined;
 let run: FaultRun | undefined;

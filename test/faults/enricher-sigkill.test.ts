@@ -4,7 +4,7 @@ import { expectNothingLost, startFaultRun, type FaultRun } from './fault-harness
 /**
  * kill -9 of the enricher mid-scenario, then a restart. Its open transaction (snapshots, heads,
  * offsets) is aborted by the new owner's fence, the batch is read again, and the restored heads
- * keep the numbering: no gap, no repeated version, nothing lost (DESIGN.md properties 4 and 6).
+ * keep the numbering: no gap, no repeated version, nothing lost (docs/CONTRACT.md properties 4 and 6).
  */
 let run: FaultRun;
 beforeAll(async () => {

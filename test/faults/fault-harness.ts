@@ -245,7 +245,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
 }
 
 /**
- * What must hold after every fault (DESIGN.md property 6): no acknowledged webhook missing from
+ * What must hold after every fault (docs/CONTRACT.md property 6): no acknowledged webhook missing from
  * `webhook_events`, versions gap-free with no duplicate consecutive content and true to the
  * simulator's history, and nothing in the DLQs.
  */

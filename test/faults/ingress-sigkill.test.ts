@@ -4,7 +4,7 @@ import { expectNothingLost, startFaultRun, type FaultRun } from './fault-harness
 /**
  * kill -9 of the ingress mid-scenario, then a restart on the same port. Webhooks sent while it is
  * down (refused connections, or cut mid-request) are retried by the sender (spec 6.1) and land
- * later; every one it had acknowledged is in the warehouse (DESIGN.md properties 1 and 6).
+ * later; every one it had acknowledged is in the warehouse (docs/CONTRACT.md properties 1 and 6).
  */
 let run: FaultRun;
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import { nativeKafka, startPrivatePostgres, type PrivateService } from './privat
 /**
  * PostgreSQL stopped mid-scenario and started again. The sink retries its batch with backoff and
  * moves no offset meanwhile, so once the database is back every version and every webhook is
- * written exactly once, and nothing is sent to the DLQ for an outage (DESIGN.md properties 6
+ * written exactly once, and nothing is sent to the DLQ for an outage (docs/CONTRACT.md properties 6
  * and 7). The server is this test's own (see private-services.ts).
  */
 let postgres: PrivateService | undefined;

@@ -7,7 +7,7 @@ import { createSinkHarness, metricValue, snapshot, webhook, type SinkHarness } f
 
 /**
  * PostgreSQL stopped and started again while the sink is loading: nothing is lost, nothing
- * duplicated, nothing sent to the DLQ (DESIGN.md properties 6 and 7). Controls the local stack's
+ * duplicated, nothing sent to the DLQ (docs/CONTRACT.md properties 6 and 7). Controls the local stack's
  * PostgreSQL, so it runs only against the native stack (not against DATABASE_URL of a server
  * the test does not own), and always starts it again.
  */

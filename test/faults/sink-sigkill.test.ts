@@ -4,7 +4,7 @@ import { expectNothingLost, startFaultRun, type FaultRun } from './fault-harness
 /**
  * kill -9 of the sink mid-scenario, then a restart. Offsets are committed only after the
  * database COMMIT, so the batches in flight are delivered again and written once: no gap, no
- * duplicate row, every acknowledged webhook a row (DESIGN.md properties 5 and 6).
+ * duplicate row, every acknowledged webhook a row (docs/CONTRACT.md properties 5 and 6).
  */
 let run: FaultRun;
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import { quoteIdent } from '../../src/db/pool.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
 
 /**
- * The warehouse compared with the simulator's truth (DESIGN.md properties 1, 3, 9), from
+ * The warehouse compared with the simulator's truth (docs/CONTRACT.md properties 1, 3, 9), from
  * PostgreSQL only. Every finding is collected as one readable line, so a failing test shows all
  * of them at once (`expect(report.problems).toEqual([])`), and the counts feed the fault matrix.
  */
@@ -22,7 +22,7 @@ export interface TruthReport {
 /** Ids the loader fetches for itself (the enricher's flush sentinels); not part of the truth. */
 export const SENTINEL_PREFIX = 'sentinel-';
 
-/** Which resource an identifier field of a webhook names (DESIGN.md, spec 6.2). */
+/** Which resource an identifier field of a webhook names (docs/CONTRACT.md, spec 6.2). */
 const ID_FIELDS: Record<string, ResourceType> = {
   contractid: 'Contract',
   customerid: 'Customer',
@@ -169,7 +169,7 @@ export interface WebhookCoverage {
 
 /**
  * Every delivery the simulator saw acknowledged (a 2xx on one of its attempts) is a row of
- * `webhook_events` (DESIGN.md property 1). Bodies are compared as a multiset of canonical JSON:
+ * `webhook_events` (docs/CONTRACT.md property 1). Bodies are compared as a multiset of canonical JSON:
  * a duplicated delivery is two deliveries of one body and needs two rows.
  */
 export async function compareWebhooksToDeliveries(pool: pg.Pool, schema: string, sim: Simulator): Promise<WebhookCoverage> {

@@ -15,7 +15,7 @@ import { canonical, compareWarehouseToTruth } from '../helpers/warehouse-truth.j
 import { startRecordingServer, type RecordingServer } from './billing-api-recording-server.js';
 
 /**
- * Malformed and hostile webhooks POSTed to the real ingress of a running pipeline (DESIGN.md
+ * Malformed and hostile webhooks POSTed to the real ingress of a running pipeline (docs/CONTRACT.md
  * properties 7, 8, 9): each gets the answer docs/INGRESS.md gives it with an `{"error": ...}`
  * body; none stops a component (readiness stays green and a real signup still flows into the
  * warehouse afterwards); none writes a false version; and a path-hostile identifier fetches only

@@ -21,7 +21,7 @@ async function recorded(options: Partial<BillingApiClientOptions> = {}, basePath
   };
 }
 
-describe('billing API paths (DESIGN.md property 8)', () => {
+describe('billing API paths (docs/CONTRACT.md property 8)', () => {
   it.each([
     ['../Customers/x', '/api/v1/Contracts/..%2FCustomers%2Fx'],
     ['..', '/api/v1/Contracts/%2E%2E'],

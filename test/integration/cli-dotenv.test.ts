@@ -9,7 +9,7 @@ import { packageRoot } from '../../src/package-root.js';
 import { testConfig } from '../helpers/environment.js';
 
 /**
- * INTERFACE.md section 2: "a `.env` file may supply" the configuration, for every command. Each
+ * docs/CONTRACT.md section 2: "a `.env` file may supply" the configuration, for every command. Each
  * command loads it through cliConfig, which also applies the process-wide settings (heap growth);
  * `migrate` and `stack status` stand for the commands that once read only the environment.
  */

@@ -10,7 +10,7 @@ import { compareWarehouseToTruth, compareWebhooksToDeliveries } from '../helpers
  * The whole pipeline (ingress, enricher, sink in one process, as `billing-loader run`) under the
  * simulator's seeded default scenario, with late, duplicated and reordered deliveries. Once the
  * pipeline has drained, the WAREHOUSE (PostgreSQL, not Kafka) matches the simulator's true
- * history: DESIGN.md properties 1, 2 and 3 seen from where the analysts look.
+ * history: docs/CONTRACT.md properties 1, 2 and 3 seen from where the analysts look.
  */
 
 /** Runs the scenario through a pipeline on `env`'s services and checks the warehouse against the simulator's truth. */
@@ -63,7 +63,7 @@ async function expectTrueHistoryOf({ config, pool, kafka, sim, registry }: Simul
     expect(byType[type]?.n ?? 0, `${type} versions`).toBeGreaterThan(0);
   }
   // Every deleted customer the loader saw alive has exactly one deleted version. A customer
-  // created and deleted before any fetch of it was never observable (DESIGN.md property 3:
+  // created and deleted before any fetch of it was never observable (docs/CONTRACT.md property 3:
   // a deletion is recorded "after having existed"), so it has no version at all.
   const deletedCustomers = sim.ids('Customer').filter((id) => sim.history('Customer', id)?.deleted);
   const { rows: seen } = await pool.query<{ resource_id: string }>(

@@ -4,7 +4,7 @@ import { startEnricherHarness, type EnricherHarness } from './enricher-harness.j
 
 /**
  * ENRICHER_COALESCE_MS: the fetcher's fetch waits for more requests, so webhooks for one
- * resource arriving close together share one API read (issue #5: fetches per webhook). The
+ * resource arriving close together share one API read (the goal: at most one fetch per webhook). The
  * window is wide here (3 s) so that a loaded machine cannot spread the burst over two batches.
  */
 let h: EnricherHarness;

@@ -25,7 +25,7 @@ afterAll(async () => {
   await h?.stop();
 });
 
-/** DESIGN.md's event table, as the payloads the service sends and the fetches they must cause. */
+/** docs/CONTRACT.md's event table, as the payloads the service sends and the fetches they must cause. */
 const CONTRACT = ['Contract', 'Customer'] as const;
 const cases: [string, Record<string, string>, readonly ResourceType[]][] = [
   ['OrderSucceeded', { ContractId: 'Contract', OrderId: 'Order' }, ['Order', 'Contract']],
@@ -65,7 +65,7 @@ it('covers every event of the spec', () => {
   expect(cases.map((c) => c[0]).filter((e) => e !== 'SomethingNew').sort()).toEqual([...KNOWN_EVENTS].sort());
 });
 
-it('each event fetches exactly the resources DESIGN.md names', { timeout: 180_000 }, async () => {
+it('each event fetches exactly the resources docs/CONTRACT.md names', { timeout: 180_000 }, async () => {
   for (const [event, fields, expected] of cases) {
     h.sim.resetRequestStats();
     // A new contract version that still names the same customer brings no customer read.

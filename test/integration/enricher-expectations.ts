@@ -3,7 +3,7 @@ import type { ResourceType } from '../../src/billing-api/resource-types.js';
 import type { EnricherHarness } from './enricher-harness.js';
 
 /**
- * The versions published for one resource are exact (DESIGN.md property 3): 1..n without a gap
+ * The versions published for one resource are exact (docs/CONTRACT.md property 3): 1..n without a gap
  * or a repeat, consecutive contents differ, and each version's body is one of the states the
  * simulator really had, in the order it had them (a subsequence of the true history).
  */

@@ -12,7 +12,7 @@ afterAll(async () => {
 
 const path = `/webhooks/${TOKEN}`;
 
-// Each case: what is sent, the status INTERFACE.md section 3 gives it, and a word the error must name.
+// Each case: what is sent, the status docs/CONTRACT.md section 3 gives it, and a word the error must name.
 const cases: { name: string; body: string; status: number; error: RegExp; contentType?: string | null; path?: string }[] = [
   { name: 'malformed JSON', body: '{"Event": "ContractChanged", ', status: 400, error: /not valid JSON/ },
   { name: 'a JSON array', body: '[{"Event":"ContractChanged","ContractId":"c1"}]', status: 400, error: /JSON object, got an array/ },

@@ -11,7 +11,7 @@ import { waitFor } from '../helpers/wait-for.js';
 import { createSinkHarness, snapshot, webhook, type SinkHarness } from './sink-harness.js';
 
 /**
- * DESIGN.md property 5: the snapshot log is the source of truth. Replaying the whole log (and
+ * docs/CONTRACT.md property 5: the snapshot log is the source of truth. Replaying the whole log (and
  * the webhooks) into an empty schema reproduces the tables row for row, compared by a query.
  */
 let h: SinkHarness;

@@ -10,7 +10,7 @@ afterAll(async () => {
   await Promise.all(running.map((r) => r.stop()));
 });
 
-/** The resources the loader fetches for an event (DESIGN.md, "Which resources an event refers to"). */
+/** The resources the loader fetches for an event (docs/CONTRACT.md, "Which resources an event refers to"). */
 function refs(p: Record<string, unknown>): Array<[ResourceType, string]> {
   const map: Array<[string, ResourceType]> = [
     ['ContractId', 'Contract'], ['CustomerId', 'Customer'], ['OrderId', 'Order'], ['InvoiceId', 'Invoice'], ['OldInvoiceId', 'Invoice'], ['NewInvoiceId', 'Invoice'],

@@ -11,7 +11,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe('sink: a poison record reaches the DLQ and the sink goes on (DESIGN.md property 7)', () => {
+describe('sink: a poison record reaches the DLQ and the sink goes on (docs/CONTRACT.md property 7)', () => {
   it('routes undecodable and refused records to the DLQ of their topic, with the reason and source coordinates', async () => {
     await h.produceSnapshots([snapshot('Invoice', 'before', 1, { ok: true })]);
     // (A schema id the registry does not know is not the record's fault: test/integration/sink-unknown-schema.test.ts.)

@@ -10,7 +10,7 @@ import { createSinkHarness, snapshot, type SinkHarness } from './sink-harness.js
 
 /**
  * kill -9 of the sink process while it writes, then a restart: every version lands exactly once
- * (DESIGN.md property 6). Runs the built CLI (`npm run build`; `npm test` builds first).
+ * (docs/CONTRACT.md property 6). Runs the built CLI (`npm run build`; `npm test` builds first).
  */
 let h: SinkHarness;
 const children: ChildProcess[] = [];

@@ -11,7 +11,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe('sink: the version guard (DESIGN.md property 3)', () => {
+describe('sink: the version guard (docs/CONTRACT.md property 3)', () => {
   it('skips replayed versions, refuses identical consecutive content and conflicting versions, writes and reports gaps', async () => {
     await h.produceSnapshots([
       snapshot('Order', 'dup', 1, { n: 1 }),

@@ -65,7 +65,7 @@ describe('sink: versions and webhooks land with the exact columns and values', (
     // The special characters survive COPY's escaping byte for byte.
     expect(JSON.parse(rows[0].body_text as string).Note).toBe(contractV1.Note);
 
-    // The public view answers the same values under the INTERFACE.md names.
+    // The public view answers the same values under the docs/CONTRACT.md names.
     // notified_at: the earliest receipt among the webhooks a version cites that the warehouse holds.
     const history = await h.pool.query(
       `SELECT resource_id, version, valid_from, valid_to, is_current, deleted, body, content_hash, source_event_id, source_event, customer_id, notified_at

@@ -29,7 +29,7 @@ async function insert(type: string, id: string, version: number, fetchedAt: stri
   );
 }
 
-describe('warehouse views (INTERFACE.md section 5)', () => {
+describe('warehouse views (docs/CONTRACT.md section 5)', () => {
   it('every type has <t>_history and <t>_current with the public columns first, contracts also customer_id', async () => {
     const common = ['resource_id text', 'version integer', 'valid_from timestamp with time zone', 'valid_to timestamp with time zone', 'is_current boolean', 'deleted boolean', 'body jsonb', 'content_hash text', 'source_event_id uuid', 'source_event text'];
     const times = ['notified_at timestamp with time zone', 'loaded_at timestamp with time zone'];
