@@ -58,8 +58,8 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
   }
   const snapshotSchemaId = await deps.registry.registerFile(valueSubject(topics.snapshots), SNAPSHOT_SCHEMA_FILE);
   const metrics = createEnricherMetrics(deps.metrics);
-  deps.health.addCheck('kafka', async () => void (await admin.describeCluster()));
-  deps.health.addCheck('schema-registry', () => deps.registry.ping());
+  deps.health.addCheck('enricher.kafka', async () => void (await admin.describeCluster()));
+  deps.health.addCheck('enricher.schema-registry', () => deps.registry.ping());
 
   const fetcher = await startFetcher({
     ...deps,

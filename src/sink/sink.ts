@@ -63,10 +63,10 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   const metrics = createSinkMetrics(deps.metrics);
   const stopping = new AbortController();
 
-  deps.health.addCheck('database', async () => {
+  deps.health.addCheck('sink.database', async () => {
     await pool.query('SELECT 1');
   });
-  deps.health.addCheck('schema-registry', () => registry.ping());
+  deps.health.addCheck('sink.schema-registry', () => registry.ping());
   deps.health.setCondition('sink-consumer', 'joining the consumer group');
 
   const replayFix = `billing-loader replay --group sink${groupId === sinkGroupId(config) ? '' : ` --group-id ${groupId}`} --to-beginning`;

@@ -15,7 +15,10 @@ describe('run with OPS_PORT', () => {
     const { url, opsUrl } = run.pipeline.ingress;
     expect(opsUrl).toBeDefined();
     const details = (await (await fetch(`${opsUrl}/readyz`)).json()) as { checks: Record<string, unknown> };
-    expect(Object.keys(details.checks)).toEqual(expect.arrayContaining(['database', 'ingress.kafka']));
+    // One check per stage and service: in one process, a shared name would hide one stage's answer.
+    expect(Object.keys(details.checks)).toEqual(
+      expect.arrayContaining(['ingress.kafka', 'ingress.schema-registry', 'enricher.kafka', 'enricher.schema-registry', 'sink.database', 'sink.schema-registry']),
+    );
     const metrics = await (await fetch(`${opsUrl}/metrics`)).text();
     expect(metrics).toContain('billing_loader_ingress_');
     expect(metrics).toContain('billing_loader_sink_');
