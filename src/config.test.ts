@@ -4,12 +4,22 @@ import { Writable } from 'node:stream';
 import { SECRET_FIELDS, describeOptions, loadConfig, migrateDatabaseUrl, requireBillingApi, withoutPassword } from './config.js';
 import { createLogger } from './log.js';
 import { fileURLToPath } from 'node:url';
+import { configWithLocalStack } from './cli/cli-config.js';
 
 const thisFile = fileURLToPath(import.meta.url);
 
+/** Where the services are: loadConfig itself has no default for them. */
+const SERVICES = { KAFKA_BROKERS: '127.0.0.1:9092', SCHEMA_REGISTRY_URL: 'http://127.0.0.1:8081', DATABASE_URL: 'postgres://u@127.0.0.1:5432/d' };
+
 describe('loadConfig', () => {
-  it('defaults everything from an empty environment to the local stack', () => {
-    const c = loadConfig({ STACK_DIR: '/nonexistent-stack-dir' });
+  it('requires the connection settings when the caller gives no defaults, naming the first one missing', () => {
+    expect(() => loadConfig({})).toThrow(/^KAFKA_BROKERS: not set \(the billing-loader commands default it to the local stack/);
+    expect(() => loadConfig({ KAFKA_BROKERS: 'k:1' })).toThrow(/^SCHEMA_REGISTRY_URL: not set/);
+    expect(() => loadConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' })).toThrow(/^DATABASE_URL: not set/);
+  });
+
+  it('defaults everything from an empty environment to the local stack, through the CLI layer', () => {
+    const c = configWithLocalStack({ STACK_DIR: '/nonexistent-stack-dir' });
     expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);
     expect(c.schemaRegistryUrl).toBe('http://127.0.0.1:18081/apis/ccompat/v7');
     expect(c.databaseSchema).toBe('billing');
@@ -29,13 +39,14 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'verbose', /LOG_LEVEL: expected one of debug, info, warn, error/],
     ['INGRESS_TOKEN', 'short', /INGRESS_TOKEN: expected 16-256 URL-safe characters/],
   ])('rejects a malformed %s in one line naming it', (variable, value, message) => {
-    expect(() => loadConfig({ [variable]: value })).toThrow(ConfigError);
-    expect(() => loadConfig({ [variable]: value })).toThrow(message);
+    expect(() => loadConfig({ ...SERVICES, [variable]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...SERVICES, [variable]: value })).toThrow(message);
   });
 
   it('never echoes a secret value in an error, and the logger redacts every secret option', async () => {
-    expect(() => loadConfig({ INGRESS_TOKEN: 'sh!' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
+    expect(() => loadConfig({ ...SERVICES, INGRESS_TOKEN: 'sh!' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
     const c = loadConfig({
+      ...SERVICES,
       BILLING_CLIENT_SECRET: 's3cret-value', DATABASE_URL: 'postgres://u:pw-value@h:5432/d', MIGRATE_DATABASE_URL: 'postgres://o:pw-value@h:5432/d', INGRESS_TOKEN: 'token-value-0123456789',
       KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'loader', KAFKA_SASL_PASSWORD: 'sasl-value', SCHEMA_REGISTRY_USERNAME: 'reg', SCHEMA_REGISTRY_PASSWORD: 'registry-value',
     });
@@ -51,32 +62,33 @@ describe('loadConfig', () => {
   });
 
   it('requires the billing API settings only where a command needs them, naming the missing variable', () => {
-    const c = loadConfig({ BILLING_API_URL: 'http://api', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id' });
+    const c = loadConfig({ ...SERVICES, BILLING_API_URL: 'http://api', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id' });
     expect(() => requireBillingApi(c)).toThrow(/^BILLING_CLIENT_SECRET: required/);
-    const ok = requireBillingApi(loadConfig({ BILLING_API_URL: 'http://api/', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's' }));
+    const ok = requireBillingApi(loadConfig({ ...SERVICES, BILLING_API_URL: 'http://api/', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's' }));
     expect(ok).toMatchObject({ apiUrl: 'http://api', grant: { kind: 'client_credentials' } });
   });
 
   it('takes the owner login for DDL from MIGRATE_DATABASE_URL, else DATABASE_URL', () => {
-    expect(migrateDatabaseUrl(loadConfig({ DATABASE_URL: 'postgres://w@h/d' }))).toBe('postgres://w@h/d');
-    expect(migrateDatabaseUrl(loadConfig({ DATABASE_URL: 'postgres://w@h/d', MIGRATE_DATABASE_URL: 'postgres://o@h/d' }))).toBe('postgres://o@h/d');
+    expect(migrateDatabaseUrl(loadConfig({ ...SERVICES, DATABASE_URL: 'postgres://w@h/d' }))).toBe('postgres://w@h/d');
+    expect(migrateDatabaseUrl(loadConfig({ ...SERVICES, DATABASE_URL: 'postgres://w@h/d', MIGRATE_DATABASE_URL: 'postgres://o@h/d' }))).toBe('postgres://o@h/d');
   });
 
   it('refuses a headers time limit longer than the request time limit', () => {
-    expect(() => loadConfig({ INGRESS_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/^INGRESS_HEADERS_TIMEOUT_MS: must not exceed INGRESS_REQUEST_TIMEOUT_MS/);
+    expect(() => loadConfig({ ...SERVICES, INGRESS_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/^INGRESS_HEADERS_TIMEOUT_MS: must not exceed INGRESS_REQUEST_TIMEOUT_MS/);
   });
 
   it('refuses both grants at once', () => {
-    expect(() => loadConfig({ BILLING_CLIENT_SECRET: 's', BILLING_USERNAME: 'u', BILLING_PASSWORD: 'p' })).toThrow(/either BILLING_CLIENT_SECRET .* not both/);
+    expect(() => loadConfig({ ...SERVICES, BILLING_CLIENT_SECRET: 's', BILLING_USERNAME: 'u', BILLING_PASSWORD: 'p' })).toThrow(/either BILLING_CLIENT_SECRET .* not both/);
   });
 
   it('reads the Kafka TLS/SASL and registry auth settings', () => {
     const c = loadConfig({
+      ...SERVICES,
       KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: thisFile, KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512', KAFKA_SASL_USERNAME: 'loader', KAFKA_SASL_PASSWORD: 'pw',
       SCHEMA_REGISTRY_USERNAME: 'reg', SCHEMA_REGISTRY_PASSWORD: 'regpw', SCHEMA_REGISTRY_CA_FILE: thisFile,
     });
     expect(c).toMatchObject({ kafkaSsl: true, kafkaSslCaFile: thisFile, kafkaSaslMechanism: 'scram-sha-512', kafkaSaslUsername: 'loader', kafkaSaslPassword: 'pw', schemaRegistryUsername: 'reg', schemaRegistryPassword: 'regpw', schemaRegistryCaFile: thisFile });
-    expect(loadConfig({}).kafkaSsl).toBe(false);
+    expect(loadConfig(SERVICES).kafkaSsl).toBe(false);
   });
 
   it.each([
@@ -93,12 +105,12 @@ describe('loadConfig', () => {
     [{ SCHEMA_REGISTRY_PASSWORD: 'p' }, /^SCHEMA_REGISTRY_USERNAME: required with SCHEMA_REGISTRY_PASSWORD$/],
     [{ SCHEMA_REGISTRY_CA_FILE: '/nonexistent/ca.pem' }, /^SCHEMA_REGISTRY_CA_FILE: no readable file at '\/nonexistent\/ca.pem'$/],
   ])('refuses inconsistent Kafka/registry security settings in one line naming the variable (%o)', (env, message) => {
-    expect(() => loadConfig(env)).toThrow(ConfigError);
-    expect(() => loadConfig(env)).toThrow(message);
+    expect(() => loadConfig({ ...SERVICES, ...env })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...SERVICES, ...env })).toThrow(message);
   });
 
   it('never echoes the SASL or registry password', () => {
-    expect(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'pw-value', KAFKA_SSL: 'maybe' })).toThrow(/^KAFKA_SSL: [^]*$/);
+    expect(() => loadConfig({ ...SERVICES, KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'pw-value', KAFKA_SSL: 'maybe' })).toThrow(/^KAFKA_SSL: [^]*$/);
     expect(SECRET_FIELDS).toEqual(expect.arrayContaining(['kafkaSaslPassword', 'schemaRegistryPassword']));
   });
 

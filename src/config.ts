@@ -3,7 +3,8 @@ import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
-import { defaultStackDir, readStackPorts, stackConnectionSettings } from './stack/settings.js';
+import { join } from 'node:path';
+import { packageRoot } from './package-root.js';
 
 /**
  * The loader's configuration: every option declared once, with its variable, description and
@@ -13,9 +14,23 @@ import { defaultStackDir, readStackPorts, stackConnectionSettings } from './stac
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/** Where Kafka, the registry and PostgreSQL are when their variables are unset. */
+export interface ConnectionDefaults {
+  KAFKA_BROKERS: string;
+  SCHEMA_REGISTRY_URL: string;
+  DATABASE_URL: string;
+}
+
 interface DefaultContext {
-  /** Connection settings of the local stack (its recorded ports, or the defaults). */
-  stack: ReturnType<typeof stackConnectionSettings>;
+  /** Given by the caller: the CLI passes the local stack's (src/cli/cli-config.ts); a library user passes none. */
+  connections?: ConnectionDefaults;
+}
+
+/** A connection setting's default, or a one-line error naming it when the caller has none. */
+function connection(c: DefaultContext, variable: keyof ConnectionDefaults): string {
+  const value = c.connections?.[variable];
+  if (value === undefined) throw new ConfigError(variable, 'not set (the billing-loader commands default it to the local stack of `billing-loader stack up`)');
+  return value;
 }
 
 interface OptionSpec<T> {
@@ -145,8 +160,8 @@ function logLevel(raw: string): LogLevel {
 }
 
 export const options = {
-  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(c.stack.KAFKA_BROKERS), parse: brokers }),
-  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => c.stack.SCHEMA_REGISTRY_URL, parse: url }),
+  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(connection(c, 'KAFKA_BROKERS')), parse: brokers }),
+  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => connection(c, 'SCHEMA_REGISTRY_URL'), parse: url }),
   kafkaSsl: defaulted({ env: 'KAFKA_SSL', description: 'connect to Kafka over TLS: true or false', defaultText: 'false', default: () => false, parse: bool }),
   kafkaSslCaFile: optional({ env: 'KAFKA_SSL_CA_FILE', description: "PEM file of the CA(s) that signed the brokers' certificates (unset: the system's trusted CAs)", parse: readableFile }),
   kafkaSslCertFile: optional({ env: 'KAFKA_SSL_CERT_FILE', description: 'PEM client certificate, for brokers that require mutual TLS (with KAFKA_SSL_KEY_FILE)', parse: readableFile }),
@@ -157,7 +172,7 @@ export const options = {
   schemaRegistryUsername: optional({ env: 'SCHEMA_REGISTRY_USERNAME', description: 'schema registry HTTP basic auth user (with SCHEMA_REGISTRY_PASSWORD)', parse: str }),
   schemaRegistryPassword: optional({ env: 'SCHEMA_REGISTRY_PASSWORD', description: 'schema registry HTTP basic auth password', parse: str, secret: true }),
   schemaRegistryCaFile: optional({ env: 'SCHEMA_REGISTRY_CA_FILE', description: "PEM file of the CA(s) that signed an https SCHEMA_REGISTRY_URL's certificate (unset: the system's trusted CAs)", parse: readableFile }),
-  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => c.stack.DATABASE_URL, parse: postgresUrl, secret: true }),
+  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => connection(c, 'DATABASE_URL'), parse: postgresUrl, secret: true }),
   migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
@@ -198,7 +213,7 @@ export const options = {
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),
   heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: String(DEFAULT_HEAP_GROWTH_PERCENT), default: () => DEFAULT_HEAP_GROWTH_PERCENT, parse: nonNegativeInt }),
   logLevel: defaulted({ env: 'LOG_LEVEL', description: 'log level: debug, info, warn, error', defaultText: 'info', default: () => 'info' as LogLevel, parse: logLevel }),
-  stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => defaultStackDir, parse: str }),
+  stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => join(packageRoot, '.stack'), parse: str }),
 };
 
 type Options = typeof options;
@@ -215,11 +230,11 @@ export type Config = {
 /**
  * Parses and validates the environment once. A malformed value throws ConfigError naming the
  * variable, never echoing a secret value. Secrets are ordinary fields (so the config can be
- * spread and overridden); the logger redacts them by name (src/log.ts).
+ * spread and overridden); the logger redacts them by name (src/log.ts). `defaults.connections`
+ * fills KAFKA_BROKERS, SCHEMA_REGISTRY_URL and DATABASE_URL when unset; without it they are required.
  */
-export function loadConfig(env: Env): Config {
-  const stackDir = env.STACK_DIR || defaultStackDir;
-  const ctx: DefaultContext = { stack: stackConnectionSettings(readStackPorts(stackDir)) };
+export function loadConfig(env: Env, defaults: { connections?: ConnectionDefaults } = {}): Config {
+  const ctx: DefaultContext = { connections: defaults.connections };
   const config: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(options) as [string, OptionSpec<unknown>][]) {
     const raw = env[spec.env];

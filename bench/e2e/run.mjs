@@ -26,7 +26,7 @@ import { Kafka, logLevel } from 'kafkajs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
-const { loadConfig } = await dist('config.js');
+const { configWithLocalStack } = await dist('cli/cli-config.js');
 const { createPool, quoteIdent } = await dist('db/pool.js');
 const { migrate } = await dist('db/migrate.js');
 const { silentLogger } = await dist('log.js');
@@ -37,7 +37,7 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 30);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const suffix = randomBytes(3).toString('hex');
 const env = { ...process.env, TOPIC_PREFIX: `bench_${suffix}`, DATABASE_SCHEMA: `bench_${suffix}`, LOG_LEVEL: 'warn' };
-const config = loadConfig(env);
+const config = configWithLocalStack(env);
 const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'bench-e2e', log: silentLogger, max: 2 });
 await migrate(pool, { schema: config.databaseSchema, log: silentLogger });
 

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
-const { loadConfig } = await dist('config.js');
+const { configWithLocalStack } = await dist('cli/cli-config.js');
 const { createKafka, defaultPartitioner } = await dist('kafka/client.js');
 const { ensureTopics } = await dist('kafka/topics.js');
 const { pipelineTopicSpecs, topicNames } = await dist('wire/topics.js');
@@ -36,7 +36,7 @@ const BUDGET = 20; // requests/s: the loader's default (BILLING_API_REQUESTS_PER
 const SIM_LIMIT = 25; // requests/s the sandbox allows: above the budget
 
 const prefix = `bench_${randomBytes(3).toString('hex')}`;
-const config = loadConfig({ ...process.env, TOPIC_PREFIX: prefix, LOG_LEVEL: 'error' });
+const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: prefix, LOG_LEVEL: 'error' });
 const log = createLogger('error');
 const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'bench-backlog', log });
 const registry = createRegistry(config.schemaRegistryUrl);

@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
-const { loadConfig } = await dist('config.js');
+const { configWithLocalStack } = await dist('cli/cli-config.js');
 const { createKafka } = await dist('kafka/client.js');
 const { topicNames } = await dist('wire/topics.js');
 const { createRegistry } = await dist('registry/registry.js');
@@ -38,7 +38,7 @@ const SIM_LIMIT = 300; // requests/s the sandbox allows
 const BUDGET = 250; // requests/s the loader allows itself: below the limit
 
 const prefix = `bench_${randomBytes(3).toString('hex')}`;
-const config = loadConfig({ ...process.env, TOPIC_PREFIX: prefix, LOG_LEVEL: 'error' });
+const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: prefix, LOG_LEVEL: 'error' });
 const log = createLogger('error');
 const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'bench-enricher', log });
 const registry = createRegistry(config.schemaRegistryUrl);

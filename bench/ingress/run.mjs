@@ -26,7 +26,7 @@ import autocannon from 'autocannon';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dist = (path) => import(join(root, 'dist', path));
-const { loadConfig } = await dist('config.js');
+const { configWithLocalStack } = await dist('cli/cli-config.js');
 const { createKafka, defaultPartitioner } = await dist('kafka/client.js');
 const { ensureTopics } = await dist('kafka/topics.js');
 const { topicNames, PIPELINE_PARTITIONS } = await dist('wire/topics.js');
@@ -42,7 +42,7 @@ const CONCURRENCY = 64;
 const OFFERED_RATE = 1000;
 
 const prefix = `bench_${randomBytes(3).toString('hex')}`;
-const config = loadConfig({ ...process.env, TOPIC_PREFIX: prefix, LOG_LEVEL: 'warn' });
+const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: prefix, LOG_LEVEL: 'warn' });
 const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'bench-ingress', log: silentLogger });
 const registry = createRegistry(config.schemaRegistryUrl);
 

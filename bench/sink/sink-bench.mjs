@@ -17,7 +17,7 @@ import { randomBytes, createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../../dist/config.js';
+import { configWithLocalStack } from '../../dist/cli/cli-config.js';
 import { migrate } from '../../dist/db/migrate.js';
 import { createPool, quoteIdent } from '../../dist/db/pool.js';
 import { createHealth } from '../../dist/health.js';
@@ -41,7 +41,7 @@ const say = (line) => process.stderr.write(`bench: ${line}\n`);
 const rate = (n, ms) => Math.round(n / (ms / 1000));
 
 const suffix = randomBytes(3).toString('hex');
-const config = loadConfig({ ...process.env, TOPIC_PREFIX: `bench_${suffix}`, DATABASE_SCHEMA: `bench_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: `bench_${suffix}`, DATABASE_SCHEMA: `bench_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
 const copySchema = `bench_${suffix}_copy`;
 const log = createLogger(config.logLevel);
 const names = topicNames(config.topicPrefix);

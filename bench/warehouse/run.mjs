@@ -21,7 +21,7 @@ import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../../dist/config.js';
+import { configWithLocalStack } from '../../dist/cli/cli-config.js';
 import { migrate } from '../../dist/db/migrate.js';
 import { createPool, quoteIdent } from '../../dist/db/pool.js';
 import { createHealth } from '../../dist/health.js';
@@ -52,7 +52,7 @@ const TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunn
 const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
 const suffix = randomBytes(3).toString('hex');
-const config = loadConfig({ ...process.env, TOPIC_PREFIX: `benchwh_${suffix}`, DATABASE_SCHEMA: `benchwh_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: `benchwh_${suffix}`, DATABASE_SCHEMA: `benchwh_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
 const schema = config.databaseSchema;
 const oldSchema = `${schema}_old`;
 const sinkSchema = `${schema}_sink`;

@@ -3,7 +3,7 @@ import { loadConfig } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { billingApiClientOptions } from './client-options.js';
 
-const base = { STACK_DIR: '/nonexistent-stack-dir', BILLING_API_URL: 'http://127.0.0.1:9/', BILLING_AUTH_URL: 'http://127.0.0.1:9', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's3cret' };
+const base = { KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http://r', DATABASE_URL: 'postgres://u@h/d', BILLING_API_URL: 'http://127.0.0.1:9/', BILLING_AUTH_URL: 'http://127.0.0.1:9', BILLING_CLIENT_ID: 'id', BILLING_CLIENT_SECRET: 's3cret' };
 
 describe('billingApiClientOptions', () => {
   it('defaults the budget and the docs/CONTRACT.md paths', () => {
@@ -24,6 +24,6 @@ describe('billingApiClientOptions', () => {
   });
 
   it('names the missing variable', () => {
-    expect(() => billingApiClientOptions(loadConfig({ STACK_DIR: '/nonexistent-stack-dir' }))).toThrow(ConfigError);
+    expect(() => billingApiClientOptions(loadConfig({ KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http://r', DATABASE_URL: 'postgres://u@h/d' }))).toThrow(ConfigError);
   });
 });

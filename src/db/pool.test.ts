@@ -19,7 +19,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The TLS settings a connection of a pool built from DATABASE_URL=`url` would use. */
 async function connectionSsl(url: string): Promise<unknown> {
-  const config = loadConfig({ DATABASE_URL: url });
+  const config = loadConfig({ KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http://r', DATABASE_URL: url });
   const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'test', log: silentLogger });
   try {
     const client = new pg.Client(pool.options) as pg.Client & { connectionParameters: { ssl: unknown } };
