@@ -24,13 +24,16 @@ function runGrants(p: string): Grant[] {
     // Topics: created at start when missing (Create), checked (Describe, DescribeConfigs), read and written.
     [Res.TOPIC, `${p}.webhooks`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.snapshots`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
-    [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.WRITE]],
+    // The fetcher reads the largest record each topic it writes accepts (DescribeConfigs).
+    [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
     [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.WRITE]],
-    [Res.TOPIC, `${p}.enricher.requests`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.READ, Op.WRITE]],
-    [Res.TOPIC, `${p}.enricher.heads`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.READ, Op.WRITE]],
+    [Res.TOPIC, `${p}.enricher.requests`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
+    [Res.TOPIC, `${p}.enricher.heads`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
+    [Res.TOPIC, `${p}.enricher.delayed`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     // Consumer groups: the stages' own, and the throwaway groups that read the heads back at start.
     [Res.GROUP, `${p}.enricher`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.enricher.fetcher`, LITERAL, [Op.READ, Op.DESCRIBE]],
+    [Res.GROUP, `${p}.enricher.delayed`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.sink`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.enricher.heads.read.`, PREFIXED, [Op.READ, Op.DESCRIBE, Op.DELETE]],
     // The fetcher's transactional producers, one per requests partition.
