@@ -217,6 +217,48 @@ export const options = {
 };
 
 type Options = typeof options;
+export type OptionKey = keyof Options;
+
+/**
+ * The settings each part of the loader reads. Commands compose them, and each command's `--help`
+ * lists exactly its composition, so a new setting shows up wherever its part runs.
+ */
+export const SETTINGS_OF = {
+  kafka: ['kafkaBrokers', 'kafkaSsl', 'kafkaSslCaFile', 'kafkaSslCertFile', 'kafkaSslKeyFile', 'kafkaSaslMechanism', 'kafkaSaslUsername', 'kafkaSaslPassword', 'topicPrefix'],
+  registry: ['schemaRegistryUrl', 'schemaRegistryUsername', 'schemaRegistryPassword', 'schemaRegistryCaFile'],
+  database: ['databaseUrl', 'databaseSchema'],
+  billingApi: [
+    'billingApiUrl', 'billingAuthUrl', 'billingClientId', 'billingClientSecret', 'billingUsername', 'billingPassword',
+    'billingApiRequestsPerSecond', 'billingApiBurst', 'billingApiMaxConcurrency', 'billingApiTimeoutMs', 'billingApiMaxAttempts',
+    'billingPathContract', 'billingPathCustomer', 'billingPathOrder', 'billingPathInvoice', 'billingPathInvoiceDraft', 'billingPathDunning',
+    'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess',
+  ],
+  /** A long-running process: its ops port, logs and heap policy. */
+  service: ['opsPort', 'logLevel', 'heapGrowthPercent'],
+  ingress: ['ingressPort', 'ingressToken', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
+  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts'],
+  sink: ['sinkGroupId'],
+} as const satisfies Record<string, readonly OptionKey[]>;
+
+const S = SETTINGS_OF;
+
+/** The settings each command reads: the parts it runs, plus its own. */
+export const COMMAND_SETTINGS = {
+  ingress: [...S.kafka, ...S.registry, ...S.ingress, ...S.service],
+  enricher: [...S.kafka, ...S.registry, ...S.billingApi, ...S.enricher, 'enricherPort', ...S.service],
+  sink: [...S.kafka, ...S.registry, ...S.database, ...S.sink, 'sinkPort', ...S.service],
+  // The enricher's and the sink's own ports are for running them alone: run serves on INGRESS_PORT or OPS_PORT.
+  run: [...S.kafka, ...S.registry, ...S.database, ...S.billingApi, ...S.ingress, ...S.enricher, ...S.sink, ...S.service],
+  backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
+  // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
+  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel'],
+  migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
+  repartition: [...S.kafka, 'logLevel'],
+  replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],
+  stack: ['stackDir'],
+} as const satisfies Record<string, readonly OptionKey[]>;
+
+export type CommandName = keyof typeof COMMAND_SETTINGS;
 type ValueOf<K extends keyof Options> = Options[K] extends OptionSpec<infer T> ? T : never;
 type HasDefault<K extends keyof Options> = Options[K] extends { hasDefault: true } ? K : never;
 
@@ -306,9 +348,12 @@ export function migrateDatabaseUrl(c: Config): string {
   return c.migrateDatabaseUrl ?? c.databaseUrl;
 }
 
-/** Rows for `--help` and the README: variable, description, default. */
-export function describeOptions(): { env: string; description: string; default: string }[] {
-  return Object.values(options).map((o: OptionSpec<unknown>) => ({ env: o.env, description: o.description, default: o.defaultText ?? 'none' }));
+/** Rows for `--help` and the README: variable, description, default (in declaration order; a command's `--help` keeps only its settings). */
+export function describeOptions(command?: CommandName): { env: string; description: string; default: string }[] {
+  const wanted: ReadonlySet<string> | undefined = command === undefined ? undefined : new Set(COMMAND_SETTINGS[command]);
+  return Object.entries(options)
+    .filter(([key]) => wanted === undefined || wanted.has(key))
+    .map(([, o]: [string, OptionSpec<unknown>]) => ({ env: o.env, description: o.description, default: o.defaultText ?? 'none' }));
 }
 
 /** Parses a .env file's text (KEY=value lines) into an environment; real variables win over it. */

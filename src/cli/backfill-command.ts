@@ -27,7 +27,7 @@ export function registerBackfill(program: Command): void {
       return n;
     })
     .addHelpText('after', '\nThe enricher must be running (or run later) to turn the backfilled objects into versions.')
-    .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL', 'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET', 'BILLING_API_REQUESTS_PER_SECOND', 'LOG_LEVEL']))
+    .addHelpText('after', environmentHelp('backfill'))
     .action(async (opts: { types?: ResourceType[]; restart?: boolean; pageSize?: number }) => {
       const config = await cliConfig();
       const apiOptions = billingApiClientOptions(config);

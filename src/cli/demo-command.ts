@@ -40,7 +40,7 @@ export function registerDemo(program: Command): void {
     .description('the embedded default (npm start): local stack, sandbox billing service, the whole pipeline, a scenario, and a summary of the warehouse')
     .option('--duration <seconds>', 'wall time the scenario runs', positive, 60)
     .option('--seed <n>', 'scenario seed (default: a new one each run)', positive)
-    .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'STACK_DIR', 'LOG_LEVEL']))
+    .addHelpText('after', environmentHelp('demo'))
     .action(async (opts: { duration: number; seed?: number }) => {
       const env = await cliEnvironment();
       const config = await cliConfig(env);

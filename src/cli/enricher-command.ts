@@ -18,10 +18,7 @@ export function registerEnricher(program: Command): void {
     .description('fetch the current state of every resource a webhook names and publish exact versions to <prefix>.snapshots, until SIGTERM/SIGINT')
     .addHelpText(
       'after',
-      environmentHelp([
-        'KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL', 'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET',
-        'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND', 'BILLING_API_MAX_CONCURRENCY', 'ENRICHER_PORT', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
-      ]),
+      environmentHelp('enricher'),
     )
     .action(async () => {
       const config = await cliConfig();

@@ -13,7 +13,7 @@ export function registerIngress(program: Command): void {
   program
     .command('ingress')
     .description('receive webhooks: POST /webhooks (or /webhooks/<INGRESS_TOKEN>) answered 200 once Kafka acknowledged the write; GET /healthz, a bare /readyz and /metrics (with OPS_PORT: /healthz, /readyz with reasons and /metrics on OPS_PORT only). Runs until SIGTERM/SIGINT')
-    .addHelpText('after', environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'TOPIC_PREFIX', 'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_BODY_BYTES', 'INGRESS_MAX_PENDING_BYTES', 'INGRESS_MAX_CONNECTIONS', 'INGRESS_HEADERS_TIMEOUT_MS', 'INGRESS_REQUEST_TIMEOUT_MS', 'INGRESS_KEEP_ALIVE_TIMEOUT_MS', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT']))
+    .addHelpText('after', environmentHelp('ingress'))
     .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
     .action(async () => {
       const config = await cliConfig();

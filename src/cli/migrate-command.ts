@@ -10,7 +10,7 @@ export function registerMigrate(program: Command): void {
   program
     .command('migrate')
     .description('apply the SQL files in migrations/ in order, as the owner login (MIGRATE_DATABASE_URL, else DATABASE_URL); safe to run concurrently and repeatedly')
-    .addHelpText('after', environmentHelp(['MIGRATE_DATABASE_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'LOG_LEVEL']))
+    .addHelpText('after', environmentHelp('migrate'))
     .action(async () => {
       const config = await cliConfig();
       const log = createLogger(config.logLevel).child({ component: 'migrate' });

@@ -18,7 +18,7 @@ export function registerRepartition(program: Command): void {
     .option('--partitions <n>', 'the new partition count of both topics (default: the larger of their current counts, to repair topics grown by hand)', positiveInt)
     .addHelpText(
       'after',
-      environmentHelp(['KAFKA_BROKERS', 'TOPIC_PREFIX', 'LOG_LEVEL']) +
+      environmentHelp('repartition') +
         '\n\nA resource\'s partition depends on the partition count; its version history (its head) must follow it, or its\n' +
         'versions restart at 1. Procedure: stop the enricher (and any backfill), run this, start the enricher. Example:\n' +
         '  billing-loader repartition --partitions 12',

@@ -47,7 +47,7 @@ export function registerReplay(program: Command): void {
     .option('--dry-run', 'print what would move (or be rebuilt) and change nothing')
     .addHelpText(
       'after',
-      environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'MIGRATE_DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'SINK_GROUP_ID', 'LOG_LEVEL']) +
+      environmentHelp('replay') +
         '\n\nThe group must have no active member (stop the component first). Moves are printed on stdout as\n"<topic> <partition> <from> -> <to>"; progress goes to stderr. Examples:\n' +
         '  billing-loader replay --group sink --to-beginning --dry-run\n' +
         '  billing-loader replay --group enricher --to-timestamp 2025-03-01T00:00:00Z\n' +

@@ -17,11 +17,7 @@ export function registerRun(program: Command): void {
     .description('ingress, enricher and sink in one process (small deployments, the demo), until SIGTERM/SIGINT; health and metrics on the ingress port, or on OPS_PORT when set')
     .addHelpText(
       'after',
-      environmentHelp([
-        'KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'BILLING_API_URL', 'BILLING_AUTH_URL',
-        'BILLING_CLIENT_ID', 'BILLING_CLIENT_SECRET', 'BILLING_USERNAME', 'BILLING_PASSWORD', 'BILLING_API_REQUESTS_PER_SECOND',
-        'INGRESS_PORT', 'INGRESS_TOKEN', 'INGRESS_MAX_PENDING_BYTES', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT',
-      ]),
+      environmentHelp('run'),
     )
     .action(async () => {
       const config = await cliConfig();

@@ -14,7 +14,7 @@ export function registerSink(program: Command): void {
     .description('append <prefix>.snapshots and <prefix>.webhooks to the warehouse until SIGTERM/SIGINT (run `migrate` first)')
     .addHelpText(
       'after',
-      environmentHelp(['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'DATABASE_URL', 'DATABASE_SCHEMA', 'TOPIC_PREFIX', 'SINK_GROUP_ID', 'SINK_PORT', 'OPS_PORT', 'LOG_LEVEL', 'HEAP_GROWTH_PERCENT']) +
+      environmentHelp('sink') +
         '\n\nServes GET /healthz, /readyz and /metrics on OPS_PORT, else SINK_PORT. Records that cannot be decoded or are refused go to\n<prefix>.snapshots.dlq or <prefix>.webhooks.dlq (the one matching their topic).',
     )
     .action(async () => {

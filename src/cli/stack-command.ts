@@ -23,7 +23,7 @@ export function registerStack(program: Command): void {
   const stack = program
     .command('stack')
     .description('start, stop or report the local infrastructure: Kafka (KRaft), a schema registry, PostgreSQL')
-    .addHelpText('after', environmentHelp(['STACK_DIR']));
+    .addHelpText('after', environmentHelp('stack'));
 
   stack
     .command('up')
