@@ -98,3 +98,60 @@ export function isRetriableSqlState(code: string | undefined): boolean {
   const cls = code.slice(0, 2);
   return cls === '08' || cls === '53' || cls === '57' || code === '40001' || code === '40P01' || code === '55P03';
 }
+
+/**
+ * What a stage does with a failure while handling a record, one vocabulary for every stage:
+ * - `transient`: the service is down or busy; retry the batch, the record is fine;
+ * - `bad-record`: the record itself is refused; it goes to the DLQ and the stage moves on;
+ * - `configuration`: the loader is pointed at the wrong place or lacks a migration or a grant;
+ *   hold the batch (retry, readiness down) and never dead-letter, because every later record
+ *   would fail the same way and emptying the topics into the DLQ would lose them from the warehouse.
+ */
+export type FailureKind = 'transient' | 'bad-record' | 'configuration';
+
+/**
+ * How a PostgreSQL failure is treated. Only data errors (SQLSTATE classes 22 and 23: a value the
+ * database refuses) are the record's fault; a missing table (migrations not run) or permission is
+ * configuration; outages (isRetriableSqlState, dropped sockets) are transient.
+ */
+export function classifyDatabaseError(err: unknown): FailureKind {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+    if (isRetriableSqlState(code)) return 'transient';
+    if (code.startsWith('22') || code.startsWith('23')) return 'bad-record';
+    return 'configuration';
+  }
+  if (isRetriable(err)) return 'transient';
+  // node-postgres reports a dropped socket with a plain Error and no code.
+  const message = errorMessage(err);
+  if (/connection terminated|not queryable|connection timeout|timeout exceeded when trying to connect|Connection ended|ECONNREFUSED|ECONNRESET/i.test(message)) return 'transient';
+  return 'configuration';
+}
+
+/**
+ * How a failure to decode `value` through the schema registry is treated. The registry client
+ * reports HTTP failures with `status`, and network failures too (mappersmith turns them into
+ * status 400): those are transient. A 404 for the schema id of a well-framed value points at the
+ * registry (a wrong SCHEMA_REGISTRY_URL, a wiped registry), not at the record: configuration.
+ * A 404 of a value that is not even framed, and errors without a status (the framing check, the
+ * Avro decoder), are the record's fault.
+ */
+export function classifyRegistryError(err: unknown, value: Buffer | null | undefined): FailureKind {
+  if (value && unknownSchemaId(err, value) !== undefined) return 'configuration';
+  const status = (err as { status?: unknown } | null)?.status;
+  if (typeof status === 'number') return status === 404 ? 'bad-record' : 'transient';
+  if (isProgrammerError(err)) return 'bad-record';
+  if (isRetriable(err)) return 'transient';
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(E[A-Z]+|UND_ERR_.*)$/.test(code) ? 'transient' : 'bad-record';
+}
+
+/**
+ * The schema id of a Confluent-framed value (magic byte 0, then the id) whose decoding failed
+ * because the registry answered 404 for that id; undefined for any other failure.
+ */
+export function unknownSchemaId(err: unknown, value: Buffer): number | undefined {
+  if ((err as { status?: unknown } | null)?.status !== 404) return undefined;
+  if (value.length < 5 || value[0] !== 0) return undefined;
+  return value.readInt32BE(1);
+}

@@ -1,6 +1,6 @@
 import type { EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { resourceKey } from '../billing-api/resource-types.js';
-import { LoaderError, errorMessage } from '../errors.js';
+import { LoaderError, classifyRegistryError, errorMessage } from '../errors.js';
 import { createIdempotentProducer } from '../kafka/producers.js';
 import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
@@ -73,7 +73,14 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
       try {
         record = (await deps.registry.decode(message.value as Buffer)) as WebhookRecord;
       } catch (err) {
-        if ((err as { retriable?: boolean }).retriable) throw err; // registry unreachable: retry the batch
+        const failure = classifyRegistryError(err, message.value);
+        // No `cause`: kafkajs decides on a restart from the root cause's own retriable flag, and the
+        // registry client's errors carry none. Both hold the batch: an unreachable registry, or one
+        // that does not know a well-framed record's schema id (a wrong SCHEMA_REGISTRY_URL), is no
+        // fault of the webhooks, and dead-lettering them would lose them.
+        if (failure !== 'bad-record') {
+          throw new LoaderError(`${failure === 'transient' ? 'schema registry unavailable' : 'schema registry does not know the schema id'} while decoding webhooks, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition, offset: message.offset } });
+        }
         letters.push(deadLetterFor(deps.topics.webhooksDlq, batch.topic, batch.partition, message, 'decode', err instanceof Error ? err.message : String(err)));
         continue;
       }

@@ -72,15 +72,3 @@ export function createRegistry(target: string | RegistrySettings): Registry {
     },
   };
 }
-
-/**
- * The schema id of a Confluent-framed value (magic byte 0, then the id) whose decoding failed
- * because the registry answered 404 for that id; undefined for any other failure. A well-framed
- * record whose id the registry does not know points at the registry (a wrong SCHEMA_REGISTRY_URL,
- * a wiped registry), not at the record.
- */
-export function unknownSchemaId(err: unknown, value: Buffer): number | undefined {
-  if ((err as { status?: unknown } | null)?.status !== 404) return undefined;
-  if (value.length < 5 || value[0] !== 0) return undefined;
-  return value.readInt32BE(1);
-}

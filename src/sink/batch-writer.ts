@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { quoteIdent } from '../db/pool.js';
 import { errorMessage } from '../errors.js';
 import { arrayLiteral, copyFrom, copyText } from '../warehouse/copy-from.js';
-import { classifyDatabaseError } from './database-errors.js';
+import { classifyDatabaseError } from '../errors.js';
 import type { SnapshotRow, WebhookRow } from './records.js';
 import { planVersions, resourceKey, versionKey, versionsToLookUp, type Head, type VersionPlan } from './version-plan.js';
 
@@ -60,7 +60,7 @@ export async function writeBatch(pool: pg.Pool, schema: string, snapshots: Snaps
         return outcome(plan, snapshotsWritten, webhooksWritten, [], false);
       });
     } catch (err) {
-      if (classifyDatabaseError(err) !== 'data') throw err;
+      if (classifyDatabaseError(err) !== 'bad-record') throw err;
     }
     return await inTransaction(client, async () => {
       const plan = await planBatch(client, schema, snapshots);
@@ -121,7 +121,7 @@ async function oneRow(client: pg.PoolClient, row: SnapshotRow | WebhookRow, inse
     await client.query('RELEASE SAVEPOINT one_row');
     return written;
   } catch (err) {
-    if (classifyDatabaseError(err) !== 'data') throw err;
+    if (classifyDatabaseError(err) !== 'bad-record') throw err;
     await client.query('ROLLBACK TO SAVEPOINT one_row');
     return { row, errorClass: 'rejected-by-database', message: `${errorMessage(err)} (SQLSTATE ${(err as { code?: string }).code ?? '?'})` };
   }

@@ -1,6 +1,6 @@
 import type { KafkaMessage } from 'kafkajs';
-import { LoaderError, errorMessage } from '../errors.js';
-import { unknownSchemaId, type Registry } from '../registry/registry.js';
+import { LoaderError, classifyRegistryError, errorMessage, unknownSchemaId } from '../errors.js';
+import type { Registry } from '../registry/registry.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { InvalidRecordError, toSnapshotRow, toWebhookRow, type SnapshotRow, type WebhookRow } from './records.js';
 
@@ -47,9 +47,9 @@ export async function decodeBatch(registry: Registry, kind: InputKind, topic: st
     try {
       value = await registry.decode(m.value);
     } catch (err) {
-      const schemaId = unknownSchemaId(err, m.value);
-      if (schemaId !== undefined) throw new UnknownSchemaIdError(schemaId, err, coordinates);
-      if (isRegistryOutage(err)) throw new LoaderError(`schema registry unavailable while decoding: ${errorMessage(err)}`, { retriable: true, cause: err, context: coordinates });
+      const failure = classifyRegistryError(err, m.value);
+      if (failure === 'configuration') throw new UnknownSchemaIdError(unknownSchemaId(err, m.value) ?? m.value.readInt32BE(1), err, coordinates);
+      if (failure === 'transient') throw new LoaderError(`schema registry unavailable while decoding: ${errorMessage(err)}`, { retriable: true, cause: err, context: coordinates });
       out.letters.push(letter('decode', errorMessage(err)));
       continue;
     }
@@ -62,16 +62,4 @@ export async function decodeBatch(registry: Registry, kind: InputKind, topic: st
     }
   }
   return out;
-}
-
-/**
- * The registry client reports HTTP failures with `status`, and network failures too (mappersmith
- * turns them into status 400). A 404 of a value that is not even framed is the record's fault;
- * errors without a status come from the framing check or the Avro decoder and are the record's fault.
- */
-function isRegistryOutage(err: unknown): boolean {
-  const status = (err as { status?: unknown } | null)?.status;
-  if (typeof status === 'number') return status !== 404;
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^(E[A-Z]+|UND_ERR_.*)$/.test(code);
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { retry } from '../retry.js';
 import { writeBatch } from './batch-writer.js';
-import { classifyDatabaseError } from './database-errors.js';
+import { classifyDatabaseError } from '../errors.js';
 import { decodeBatch } from './decode-batch.js';
 import { assertGroupInactive, committedOffsets } from '../kafka/group-reset.js';
 
