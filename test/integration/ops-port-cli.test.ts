@@ -34,7 +34,7 @@ describe('billing-loader sink with OPS_PORT', () => {
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     const ops = `http://127.0.0.1:${opsPort}`;
     await waitFor(async () => (await fetch(`${ops}/readyz`)).status === 200, { what: 'sink ready on OPS_PORT', timeoutMs: 60_000, intervalMs: 250 });
-    expect(await (await fetch(`${ops}/readyz`)).json()).toMatchObject({ ready: true, checks: { database: { ok: true } } });
+    expect(await (await fetch(`${ops}/readyz`)).json()).toMatchObject({ ready: true, checks: { 'sink.database': { ok: true } } });
     expect((await fetch(`${ops}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${ops}/metrics`)).text()).toContain('billing_loader_sink_');
     await expect(fetch(`http://127.0.0.1:${sinkPort}/healthz`)).rejects.toThrow();
