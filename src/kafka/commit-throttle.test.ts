@@ -4,11 +4,15 @@ import { createCommitThrottle } from './commit-throttle.js';
 
 /** A stand-in for kafkajs's eachBatch payload: resolved offsets, and the commits made. */
 function consumer() {
-  const state = { running: true, resolved: 0, committed: [] as number[] };
+  const state = { running: true, resolved: 0, committed: [] as number[], failures: 0 };
   const payload = {
     isRunning: () => state.running,
     uncommittedOffsets: () => ({ topics: state.resolved > (state.committed.at(-1) ?? -1) ? [{ topic: 't', partitions: [{ partition: 0, offset: String(state.resolved) }] }] : [] }),
     commitOffsetsIfNecessary: async (offsets?: { topics: { partitions: { offset: string }[] }[] }) => {
+      if (state.failures > 0) {
+        state.failures--;
+        throw new Error('The coordinator is loading and hence can\'t process requests for this group');
+      }
       state.committed.push(Number(offsets?.topics[0]?.partitions[0]?.offset));
     },
   };
@@ -69,5 +73,20 @@ describe('commit throttle', () => {
     state.running = false;
     await vi.advanceTimersByTimeAsync(2000);
     expect(state.committed).toEqual([1]);
+  });
+
+  // After a broker restart the group coordinator answers "loading" for a while; the last batch's
+  // deferred commit failing then left the group's lag above zero for good while idle.
+  it('tries a failed deferred commit again at the next interval until it succeeds', async () => {
+    const { state } = await withOffset2Pending();
+    state.failures = 2;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(state.committed).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(state.committed).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(state.committed).toEqual([1, 2]);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(state.committed).toEqual([1, 2]);
   });
 });

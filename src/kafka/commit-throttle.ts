@@ -21,7 +21,7 @@ export interface CommitThrottle {
  * at-least-once; what it changes is how much is read again after a crash or a rebalance (up to
  * one interval), which both consumers absorb (requests coalesce, the sink's inserts are
  * idempotent). The last offsets are committed at the end of the interval even if no batch
- * follows, so an idle group shows no lag.
+ * follows, so an idle group shows no lag, and such a commit that fails is tried again.
  */
 export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_MS): CommitThrottle {
   let last = -Infinity;
@@ -37,9 +37,16 @@ export function createCommitThrottle(log: Logger, intervalMs = COMMIT_INTERVAL_M
     const offsets = payload.uncommittedOffsets();
     if (offsets.topics.length > 0) await payload.commitOffsetsIfNecessary(offsets);
   };
-  // From a timer or before a stop, a failed commit only means those offsets are read again.
+  // A failed deferred commit (the coordinator is moving or loading after a broker restart) is
+  // tried again at the next interval: if no batch follows, nothing else would commit those
+  // offsets, and the idle group would show lag, and read them again at its next start, for good.
   const commitLatest = async () => {
-    if (latest?.isRunning()) await commitNow(latest).catch((err: unknown) => log.debug('deferred offset commit failed; those offsets will be read again', { err }));
+    const payload = latest;
+    if (!payload?.isRunning()) return;
+    await commitNow(payload).catch((err: unknown) => {
+      log.debug('deferred offset commit failed; trying again at the next interval', { err });
+      if (latest === payload) timer ??= setTimeout(() => void commitLatest(), intervalMs).unref();
+    });
   };
   return {
     async commit(payload) {
