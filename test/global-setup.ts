@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -15,6 +16,8 @@ import { dockerAvailable, startContainers } from './helpers/containers.js';
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const env = process.env;
+  // The sandbox scenario's warehouse, filled once per run by the first test file that asks for it.
+  project.provide('scenarioSchema', `scenario_${randomBytes(4).toString('hex')}`);
   if (env.KAFKA_BROKERS && env.SCHEMA_REGISTRY_URL && env.DATABASE_URL) {
     await installKafkaLines(env.STACK_DIR || defaultStackDir);
     project.provide('services', { KAFKA_BROKERS: env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: env.SCHEMA_REGISTRY_URL, DATABASE_URL: env.DATABASE_URL });
