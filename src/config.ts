@@ -3,6 +3,7 @@ import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from './package-root.js';
 
@@ -208,6 +209,7 @@ export const options = {
   enricherNotFoundWindowMs: defaulted({ env: 'ENRICHER_NOT_FOUND_WINDOW_MS', description: 'how long, in milliseconds, a resource the loader has never seen is read again while the API answers 404 (read-after-write lag) before it is given up to the DLQ', defaultText: '300000', default: () => 300_000, parse: nonNegativeInt }),
   enricherGoneConfirmMs: defaulted({ env: 'ENRICHER_GONE_CONFIRM_MS', description: 'wait, in milliseconds, before the second read that confirms a 404 of a resource with versions (only then is a deletion version written)', defaultText: '10000', default: () => 10_000, parse: nonNegativeInt }),
   enricherUnreadableAttempts: defaulted({ env: 'ENRICHER_UNREADABLE_ATTEMPTS', description: 'reads of a resource whose 2xx body is not a JSON object before its request is given up to the DLQ', defaultText: '5', default: () => 5, parse: positiveInt }),
+  enricherStateDir: defaulted({ env: 'ENRICHER_STATE_DIR', description: "directory of the enricher's local copy of its heads (one LMDB file per owned partition); kept across restarts, it spares reading the whole heads topic again; deleting it only costs one full read", defaultText: 'billing-loader-state in the OS temp directory', default: () => join(tmpdir(), 'billing-loader-state'), parse: str }),
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),
@@ -236,7 +238,7 @@ export const SETTINGS_OF = {
   /** A long-running process: its ops port, logs and heap policy. */
   service: ['opsPort', 'logLevel', 'heapGrowthPercent'],
   ingress: ['ingressPort', 'ingressToken', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
-  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts'],
+  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;
 

@@ -21,6 +21,7 @@ export function createEnricherMetrics(registry: Registry) {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
       registers: [registry],
     }),
+    headsRestored: new Counter({ name: `${p}heads_restored_total`, help: 'Head records read from the heads topic into the local head cache at partition assignment, by mode (resumed: from where the cache was left; full: from the start, the cache being empty or not trusted)', labelNames: ['mode'], registers: [registry] }),
     lag: new Gauge({ name: `${p}consumer_lag`, help: 'Fetch requests not yet processed, by partition (as of the last batch)', labelNames: ['partition'], registers: [registry] }),
   };
 }

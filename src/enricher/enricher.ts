@@ -37,7 +37,7 @@ export const delayForwarderGroupId = (prefix: string) => `${prefix}.enricher.del
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);
@@ -70,6 +70,7 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     groupId: fetcherGroupId(config.topicPrefix),
     snapshotSchemaId,
     coalesceMs: config.enricherCoalesceMs,
+    stateDir: config.enricherStateDir,
     retryRules: { notFoundWindowMs: config.enricherNotFoundWindowMs, goneConfirmMs: config.enricherGoneConfirmMs, unreadableAttempts: config.enricherUnreadableAttempts },
     ...options,
   });

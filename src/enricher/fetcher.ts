@@ -18,6 +18,7 @@ import { classifyReadFailure, requestedWaitMs, type ReadFailure, type ResourceRe
 import { parseBody, usablePrefetched, type RetryRules } from './read-decision.js';
 import { groupRequests, planPart, type Pending, type ReadResult } from './part-plan.js';
 import { createPartPublisher } from './part-publisher.js';
+import { openHeadCache } from './head-cache.js';
 import { createPartitionOwner } from './partition-owner.js';
 
 export interface FetcherDeps {
@@ -39,6 +40,8 @@ export interface FetcherDeps {
   retryRules?: Partial<RetryRules>;
   /** The consumer group's session timeout, in ms (heartbeats every tenth of it; parts of a batch aim at a sixth). Default 30000. */
   sessionTimeoutMs?: number;
+  /** Where the local copy of the heads lives (ENRICHER_STATE_DIR). */
+  stateDir: string;
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
@@ -64,7 +67,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
   const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
-  const owner = createPartitionOwner({ kafka, log, internal: deps.internal });
+  const cache = openHeadCache(deps.stateDir, deps.internal.heads);
+  const owner = createPartitionOwner({ kafka, log, internal: deps.internal, cache, metrics });
   const publish = createPartPublisher({ ...deps, limitOf, onFailure: owner.reset });
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
@@ -162,12 +166,17 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const { batch } = payload;
     const owned = owner.partition(batch.partition, gen);
     if (!owned) return undefined; // reassigned meanwhile
-    const partitionHeads = owned.heads;
     const firstOffset = (messages[0] as KafkaMessage).offset;
 
     const source = { topic: batch.topic, partition: batch.partition, dlqTopic: deps.topics.webhooksDlq };
     metrics.requests.inc(messages.length);
     const { groups, letters: invalid } = groupRequests(messages, source);
+    // The part's heads, read once from the local cache: only the resources it names are in memory.
+    const partitionHeads = new Map<string, StoredHead>();
+    for (const [key] of groups) {
+      const head = owned.heads.get(key);
+      if (head) partitionHeads.set(key, head);
+    }
 
     // All requests of this part were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (docs/CONTRACT.md property 2).
@@ -192,7 +201,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const published = await publish(owned.producer, { plan: planned, groups, invalid, source, lastOffset }, () => gen === owner.generation());
     if (!published) return undefined;
     const { plan, letters } = published;
-    for (const [key, head] of plan.heads) partitionHeads.set(key, head);
+    // Awaited: the next part of this partition must see these heads.
+    await owned.committed(plan.headRecords.map((r) => ({ key: r.key as string, value: r.value as Buffer })), published.headsEnd);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     for (const g of plan.givenUp) {
       metrics.givenUp.inc({ type: g.type, reason: g.reason }, g.count);
@@ -249,6 +259,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       resumeTimers.clear();
       await supervisor.running?.stop();
       await owner.close();
+      await cache.close();
     },
   };
 }

@@ -39,8 +39,12 @@ export function createPartPublisher(deps: PartPublisherDeps) {
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
   const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
 
-  /** Returns the plan as published and its dead letters, or undefined if `stillOwner` said no before the transaction. */
-  return async (producer: Producer, part: PlannedPart, stillOwner: () => boolean): Promise<{ plan: PartPlan; letters: DeadLetter[] } | undefined> => {
+  /**
+   * Returns the plan as published, its dead letters and where its head records ended up (the
+   * partition and the offset after the last one; undefined when the broker did not say), or
+   * undefined if `stillOwner` said no before the transaction.
+   */
+  return async (producer: Producer, part: PlannedPart, stillOwner: () => boolean): Promise<{ plan: PartPlan; letters: DeadLetter[]; headsEnd?: { partition: number; offset: string } } | undefined> => {
     const { source } = part;
     const encodedSnapshots = await Promise.all(part.plan.snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
     const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
@@ -50,6 +54,8 @@ export function createPartPublisher(deps: PartPublisherDeps) {
 
     if (!stillOwner()) return undefined;
     const transaction = await producer.transaction();
+    let headsEnd: { partition: number; offset: string } | undefined;
+    let headsUnknown = false;
     try {
       const topicMessages = [
         { topic: deps.topics.snapshots, messages: publishable },
@@ -60,7 +66,15 @@ export function createPartPublisher(deps: PartPublisherDeps) {
       ].filter((t) => t.messages.length > 0);
       // Snapshots carry whole bodies: one send of a big part could exceed the largest record
       // batch a partition accepts. Several sends in one transaction are still all or nothing.
-      for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
+      for (const send of splitSends(topicMessages, limitOf)) {
+        const sent = await transaction.sendBatch({ topicMessages: send, acks: -1 });
+        const heads = send.find((t) => t.topic === deps.internal.heads)?.messages.length ?? 0;
+        if (heads === 0) continue;
+        const where = sent.filter((r) => r.topicName === deps.internal.heads);
+        const base = where[0]?.baseOffset;
+        if (where.length !== 1 || base === undefined || (headsEnd && headsEnd.partition !== where[0]?.partition)) headsUnknown = true;
+        else headsEnd = { partition: (where[0] as { partition: number }).partition, offset: (BigInt(base) + BigInt(heads)).toString() };
+      }
       await transaction.sendOffsets({
         consumerGroupId: deps.groupId,
         topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: (BigInt(part.lastOffset) + 1n).toString() }] }],
@@ -72,7 +86,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
       await deps.onFailure();
       throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: source.topic, partition: source.partition } });
     }
-    return { plan, letters };
+    return { plan, letters, ...(headsEnd && !headsUnknown ? { headsEnd } : {}) };
   };
 }
 

@@ -4,18 +4,30 @@ import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import { createTransactionalProducer } from '../kafka/producers.js';
 import type { Logger } from '../log.js';
 import type { EnricherTopics } from '../wire/topics.js';
-import { restoreHeads, type StoredHead } from './head-store.js';
+import type { EnricherMetrics } from './enricher-metrics.js';
+import type { HeadCache, PartitionHeadCache } from './head-cache.js';
+import { catchUpHeads } from './head-catch-up.js';
 
 export interface PartitionOwnerDeps {
   kafka: Kafka;
   log: Logger;
   internal: EnricherTopics;
+  /** The local copy of the heads topic (head-cache.ts). */
+  cache: HeadCache;
+  metrics: Pick<EnricherMetrics, 'headsRestored'>;
 }
 
 /** What the owner holds for one request partition while it owns it. */
 export interface OwnedPartition {
   producer: Producer;
-  heads: Map<string, StoredHead>;
+  /** The partition's heads, read from the local cache, caught up with the heads topic. */
+  heads: Pick<PartitionHeadCache, 'get'>;
+  /**
+   * Records the heads of a transaction that committed in the cache, unless the partition was
+   * reassigned or reset meanwhile; with `end` (where the transaction's head records ended in the
+   * heads partition) the cache's mark moves there too.
+   */
+  committed(records: { key: string; value: Buffer }[], end?: { partition: number; offset: string }): Promise<void>;
 }
 
 /**
@@ -23,7 +35,8 @@ export interface OwnedPartition {
  * assignment (generation) and partition: a transactional producer whose id is bound to the
  * partition, connected and then explicitly fenced (an empty transaction: whoever owned the
  * partition before has its open transaction aborted and can commit nothing more); then the
- * partition's heads are restored, read-committed, from the heads topic.
+ * partition's local head cache is caught up, read-committed, with the heads topic: from where it
+ * was left, or in full when it is empty or not to be trusted (head-catch-up.ts).
  */
 export function createPartitionOwner(deps: PartitionOwnerDeps) {
   const { kafka, log } = deps;
@@ -31,7 +44,11 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   let assigned: number[] = [];
   let ready: Promise<void> | undefined;
   const producers = new Map<number, Producer>();
-  const heads = new Map<number, Map<string, StoredHead>>();
+  /** Partitions whose cache is caught up in the current generation. */
+  const caughtUp = new Set<number>();
+  // Catch-ups run one at a time: two of one partition at once (an old generation's, late, and a
+  // new one's) could write an older head over a newer one.
+  let catchUps: Promise<unknown> = Promise.resolve();
 
   const closeProducers = async () => {
     const all = [...producers.values()];
@@ -52,10 +69,14 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
           await fencePreviousOwner(producer);
         }),
       );
-      const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
+      const started = Date.now();
+      const run = catchUps.catch(() => undefined).then(() => catchUpHeads(kafka, deps.internal.heads, partitions, deps.cache));
+      catchUps = run;
+      const caught = await run;
+      for (const c of caught) deps.metrics.headsRestored.inc({ mode: c.full ? 'full' : 'resumed' }, c.records);
       if (gen !== generation) return;
-      for (const [p, h] of restored) heads.set(p, h);
-      log.info('heads restored', { partitions, resources: [...restored.values()].reduce((n, h) => n + h.size, 0) });
+      for (const p of partitions) caughtUp.add(p);
+      log.info('heads restored', { partitions, fromOffsets: caught.map((c) => `${c.partition}:${c.from}${c.full ? ' (full)' : ''}`), records: caught.reduce((n, c) => n + c.records, 0), ms: Date.now() - started });
     })();
     const current = ready;
     current.catch(() => {
@@ -75,7 +96,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         generation++;
         assigned = payload.memberAssignment[deps.internal.requests] ?? [];
         ready = undefined;
-        heads.clear();
+        caughtUp.clear();
         void closeProducers();
         log.info('partitions assigned', { partitions: assigned, generation });
         // Fence at once, not at the first batch: a crashed owner's open transactions (which also
@@ -91,9 +112,18 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
     /** The producer and heads of a partition, or undefined if it was reassigned since `gen`. */
     partition(partition: number, gen: number): OwnedPartition | undefined {
       const producer = producers.get(partition);
-      const partitionHeads = heads.get(partition);
-      if (gen !== generation || !producer || !partitionHeads) return undefined;
-      return { producer, heads: partitionHeads };
+      if (gen !== generation || !producer || !caughtUp.has(partition)) return undefined;
+      const heads = deps.cache.partition(partition);
+      return {
+        producer,
+        heads,
+        // Checked and issued synchronously: a put of this generation is queued before any
+        // catch-up of a later one starts, and that catch-up reads the same records again.
+        committed: async (records, end) => {
+          if (gen !== generation || !caughtUp.has(partition)) return;
+          await heads.putCommitted(records, end?.partition === partition ? end.offset : undefined);
+        },
+      };
     },
 
     /**
@@ -103,7 +133,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
      */
     async reset(): Promise<void> {
       ready = undefined;
-      heads.clear();
+      caughtUp.clear();
       await closeProducers();
     },
 

@@ -6,6 +6,8 @@ export interface ReadOptions {
   from?: Map<number, string>;
   /** Also deliver records of open and aborted transactions (default false). */
   readUncommitted?: boolean;
+  /** Awaited after each batch's records were passed to `onMessage` (backpressure for a slower store). */
+  afterBatch?: (partition: number) => Promise<void>;
 }
 
 /**
@@ -13,7 +15,9 @@ export interface ReadOptions {
  * `onMessage` in offset order per partition. For state kept in compacted topics (heads, backfill
  * progress). Uses a throwaway consumer group (kafkajs has no manual assignment), deleted after.
  * A transactional writer of those partitions must be fenced first, or an open transaction at
- * the end keeps "the end" out of reach until it completes (or read uncommitted).
+ * the end keeps "the end" out of reach until it completes (or read uncommitted). Returns, per
+ * partition read, the offset it was read up to (the end it reached: every record below it was
+ * delivered, or was no committed data).
  */
 export async function readToEnd(
   kafka: Kafka,
@@ -21,7 +25,7 @@ export async function readToEnd(
   onMessage: (partition: number, message: KafkaMessage) => void,
   partitions?: number[],
   options: ReadOptions = {},
-): Promise<void> {
+): Promise<Map<number, string>> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -32,7 +36,8 @@ export async function readToEnd(
       return from !== undefined && BigInt(from) > BigInt(o.low) ? from : o.low;
     };
     const pending = new Set(wanted.filter((p) => offsets.some((o) => o.partition === p && BigInt(o.high) > BigInt(start(o)))));
-    if (pending.size === 0) return;
+    const ends = new Map(offsets.filter((o) => wanted.includes(o.partition) && !pending.has(o.partition)).map((o) => [o.partition, o.high]));
+    if (pending.size === 0) return ends;
     const groupId = `${topic}.read.${randomUUID()}`;
     // kafkajs has no manual assignment: the throwaway group's committed offsets say where to start.
     if (options.from) await admin.setOffsets({ groupId, topic, partitions: offsets.filter((o) => pending.has(o.partition)).map((o) => ({ partition: o.partition, offset: start(o) })) });
@@ -46,8 +51,10 @@ export async function readToEnd(
         // call eachBatch for a fetch holding only aborted records and transaction markers (the
         // tail a fenced writer leaves), but it reports that fetch here, with its offsets.
         consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-          const { partition, offsetLag } = payload;
+          const { partition, offsetLag, highWatermark } = payload;
           if (offsetLag !== '0' || !pending.delete(partition)) return;
+          // Lag 0: the fetch ended at the high watermark, so everything below it went by.
+          ends.set(partition, highWatermark);
           consumer.pause([{ topic, partitions: [partition] }]);
           if (pending.size === 0) resolve();
         });
@@ -60,6 +67,7 @@ export async function readToEnd(
                 return;
               }
               for (const m of batch.messages) onMessage(batch.partition, m);
+              await options.afterBatch?.(batch.partition);
             },
           })
           .catch(reject);
@@ -68,6 +76,7 @@ export async function readToEnd(
       await consumer.disconnect();
       await admin.deleteGroups([groupId]).catch(() => undefined);
     }
+    return ends;
   } finally {
     await admin.disconnect();
   }

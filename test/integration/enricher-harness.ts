@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Consumer } from 'kafkajs';
 import { createHealth } from '../../src/health.js';
 import { startEnricher } from '../../src/enricher/enricher.js';
@@ -32,10 +35,12 @@ export interface EnricherHarness {
    * versioned only after everything ahead of it in its partition.
    */
   flushEnricher(): Promise<void>;
-  /** Starts one more enricher instance on the same groups (for ownership tests). */
-  startEnricher(): Promise<Running>;
-  /** Stops every enricher instance, then starts a new one: what survives is only what is in Kafka. */
-  restartEnricher(): Promise<void>;
+  /** The enricher instances' directory for their local head caches (ENRICHER_STATE_DIR), removed at stop. */
+  stateDir: string;
+  /** Starts one more enricher instance on the same groups (for ownership tests); `stateDir` instead of the harness's. */
+  startEnricher(options?: { stateDir?: string }): Promise<Running>;
+  /** Stops every enricher instance, then starts a new one: what survives is what is in Kafka and in its state directory. */
+  restartEnricher(options?: { stateDir?: string }): Promise<void>;
   /** The Prometheus text of every enricher instance started so far. */
   metricsText(): Promise<string>;
   /** Stops every enricher instance started so far (the collector keeps reading). */
@@ -53,7 +58,8 @@ export async function startEnricherHarness(
   options: { sim?: SimulatorOptions; reader?: (sim: Simulator, api: ResourceReader) => ResourceReader; env?: Record<string, string>; log?: Logger; fetcher?: Pick<FetcherDeps, 'sessionTimeoutMs'> } = {},
 ): Promise<EnricherHarness> {
   // Rereads of 404s on the scale of a test (production waits minutes and seconds).
-  const config = testConfig({ ENRICHER_NOT_FOUND_WINDOW_MS: '5000', ENRICHER_GONE_CONFIRM_MS: '1000', ...options.env });
+  const stateDir = mkdtempSync(join(tmpdir(), 'enricher-state-'));
+  const config = testConfig({ ENRICHER_NOT_FOUND_WINDOW_MS: '5000', ENRICHER_GONE_CONFIRM_MS: '1000', ENRICHER_STATE_DIR: stateDir, ...options.env });
   const log = options.log ?? createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
   const registry = createRegistry(config.schemaRegistryUrl);
@@ -71,10 +77,10 @@ export async function startEnricherHarness(
   const reader = options.reader?.(sim, api) ?? api;
   const enrichers: Running[] = [];
   const registries: ReturnType<typeof createMetrics>[] = [];
-  const startOne = async () => {
+  const startOne = async (instance: { stateDir?: string } = {}) => {
     const metrics = createMetrics();
     registries.push(metrics);
-    const e = await startEnricher({ kafka, registry, reader, log, metrics, health: createHealth() }, config, { maxPauseMs: 1000, ...options.fetcher });
+    const e = await startEnricher({ kafka, registry, reader, log, metrics, health: createHealth() }, { ...config, enricherStateDir: instance.stateDir ?? config.enricherStateDir }, { maxPauseMs: 1000, ...options.fetcher });
     enrichers.push(e);
     return e;
   };
@@ -124,10 +130,11 @@ export async function startEnricherHarness(
     config,
     snapshots,
     deadLetters,
+    stateDir,
     startEnricher: startOne,
-    async restartEnricher() {
+    async restartEnricher(instance) {
       await Promise.all(enrichers.splice(0).map((e) => e.stop()));
-      await startOne();
+      await startOne(instance);
     },
     metricsText: async () => (await Promise.all(registries.map((r) => r.metrics()))).join('\n'),
     async stopEnrichers() {
@@ -140,6 +147,7 @@ export async function startEnricherHarness(
       await ingress.stop();
       await collector.disconnect();
       await api.close();
+      rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,61 @@
+import type { Kafka } from 'kafkajs';
+import { LoaderError } from '../errors.js';
+import { readToEnd } from '../kafka/read-to-end.js';
+import { resumeOffset, type HeadCache } from './head-cache.js';
+
+/** What a catch-up read: per partition, where it started and how many head records it read. */
+export interface CatchUp {
+  partition: number;
+  /** The offset reading started from. */
+  from: string;
+  /** The cache was wiped first: it had no mark, or one of another cluster, or outside the log. */
+  full: boolean;
+  records: number;
+}
+
+/**
+ * Brings the cache of each given partition of the heads topic up to the partition's end,
+ * read-committed (only heads whose snapshot transaction committed): from the cache's mark when
+ * it is valid for this cluster and log (resumeOffset), else from the start after wiping it.
+ * Another instance may have written heads while this one did not own a partition; reading from
+ * the mark to the end picks them up. The caller fences older producers of those partitions
+ * first, so no transaction is left open at the end of the log.
+ */
+export async function catchUpHeads(kafka: Kafka, topic: string, partitions: number[], cache: HeadCache): Promise<CatchUp[]> {
+  if (partitions.length === 0) return [];
+  const admin = kafka.admin();
+  await admin.connect();
+  let clusterId: string;
+  let logs: { partition: number; low: string; high: string }[];
+  try {
+    clusterId = (await admin.describeCluster()).clusterId;
+    logs = await admin.fetchTopicOffsets(topic);
+  } finally {
+    await admin.disconnect();
+  }
+  const result = new Map<number, CatchUp>();
+  for (const partition of partitions) {
+    const log = logs.find((l) => l.partition === partition);
+    if (!log) throw new LoaderError('heads partition not found', { retriable: true, context: { topic, partition } });
+    const store = cache.partition(partition);
+    const resume = resumeOffset(store.mark(), { clusterId, topic, partition }, log);
+    if (resume === undefined) await store.wipe();
+    result.set(partition, { partition, from: resume ?? log.low, full: resume === undefined, records: 0 });
+  }
+  const ends = await readToEnd(
+    kafka,
+    topic,
+    (partition, m) => {
+      const key = m.key?.toString('utf8');
+      const progress = result.get(partition);
+      if (!progress || key === undefined) return;
+      progress.records++;
+      cache.partition(partition).apply(key, m.value);
+    },
+    partitions,
+    { from: new Map([...result.values()].map((c) => [c.partition, c.from])), afterBatch: (partition) => cache.partition(partition).flushed() },
+  );
+  // The mark is written after the records it covers, so it never claims more than the cache holds.
+  for (const [partition, end] of ends) await cache.partition(partition).setMark(clusterId, end);
+  return [...result.values()];
+}
