@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -136,6 +136,33 @@ describe('head cache directory', () => {
       const again = openHeadCache(dir, 't.enricher.heads');
       expect(again.partition(0).get('Order:o1')).toEqual(head(1));
       await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('head cache after a crash', () => {
+  it('keeps a dead holder\'s slot after a process crash, and starts it empty after a system restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'head-cache-'));
+    try {
+      const a = openHeadCache(dir, 't.enricher.heads');
+      a.partition(0).apply('Order:o1', encodeHead(head(1)));
+      await a.partition(0).setMark('c', '1');
+      await a.close();
+      const lock = join(dir, 't.enricher.heads', 'slot-0', 'owner.pid');
+      const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+      // A holder that died without releasing the slot, in this boot: its files are intact.
+      writeFileSync(lock, `999999999 ${bootId}`);
+      const b = openHeadCache(dir, 't.enricher.heads');
+      expect(b.partition(0).get('Order:o1')).toEqual(head(1));
+      await b.close();
+      // One that died before the system restarted: its unsynced files are not trusted.
+      writeFileSync(lock, '999999999 another-boot');
+      const c = openHeadCache(dir, 't.enricher.heads');
+      expect(c.partition(0).get('Order:o1')).toBeUndefined();
+      expect(c.partition(0).mark()).toBeUndefined();
+      await c.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

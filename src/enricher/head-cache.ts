@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { decodeHead, type StoredHead } from './head-store.js';
@@ -64,15 +64,19 @@ export function openHeadCache(dir: string, topic: string): HeadCache {
 
   const openPartition = (partition: number) => {
     const path = join(topicDir, `${partition}.mdb`);
+    // No fsync per commit (an fsync is milliseconds, per part, and far more while the disk is
+    // busy): a process crash loses nothing, the page cache survives it; after a system crash
+    // takeSlot has wiped the files (an unsynced LMDB file may then be torn).
+    const options = { path, maxDbs: 2, noSync: true };
     let root: RootDatabase;
     try {
-      root = open({ path, maxDbs: 2 });
+      root = open(options);
     } catch {
       // An unreadable file (a disk fault, another LMDB version): the cache is only a copy of the
       // topic, so start it again empty rather than stop the enricher.
       rmSync(path, { force: true });
       rmSync(`${path}-lock`, { force: true });
-      root = open({ path, maxDbs: 2 });
+      root = open(options);
     }
     const heads = root.openDB<Buffer, string>({ name: 'heads', encoding: 'binary' });
     const meta = root.openDB<HeadCacheMark, string>({ name: 'meta', encoding: 'json' });
@@ -139,13 +143,17 @@ function takeSlot(base: string): { slotDir: string; release: () => void } {
     const lock = join(slotDir, 'owner.pid');
     if (heldHere.has(lock)) continue;
     mkdirSync(slotDir, { recursive: true });
+    const holder = `${process.pid} ${bootId()}`;
     try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      writeFileSync(lock, holder, { flag: 'wx' });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (heldByAnotherLiveProcess(lock)) continue;
-      // Its holder died without releasing it (its pid may even be ours: a container restarted as pid 1).
-      writeFileSync(lock, String(process.pid));
+      const [pid, boot] = readFileSync(lock, 'utf8').split(' ');
+      if (boot === bootId() && heldByAnotherLiveProcess(Number(pid))) continue;
+      // Its holder died without releasing it (its pid may even be ours: a container restarted as
+      // pid 1). If the system went down since, the files were written without fsync: start empty.
+      if (boot !== bootId()) for (const f of readdirSync(slotDir)) if (f.endsWith('.mdb') || f.endsWith('.mdb-lock')) rmSync(join(slotDir, f), { force: true });
+      writeFileSync(lock, holder);
     }
     heldHere.add(lock);
     return {
@@ -161,14 +169,22 @@ function takeSlot(base: string): { slotDir: string; release: () => void } {
 /** Slots this process holds (two caches of one process, as in tests, take two slots). */
 const heldHere = new Set<string>();
 
-function heldByAnotherLiveProcess(lock: string): boolean {
-  const pid = Number(readFileSync(lock, 'utf8'));
+function heldByAnotherLiveProcess(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Changes at every boot of the system (Linux); elsewhere a constant, and a stale slot is wiped only after a reboot is seen. */
+function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return 'unknown';
   }
 }
 
