@@ -46,6 +46,8 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   const producers = new Map<number, Producer>();
   /** Partitions whose cache is caught up in the current generation. */
   const caughtUp = new Set<number>();
+  /** Moves at every join and reset: a cache write of an earlier epoch could land after a later catch-up. */
+  let epoch = 0;
   // Catch-ups run one at a time: two of one partition at once (an old generation's, late, and a
   // new one's) could write an older head over a newer one.
   let catchUps: Promise<unknown> = Promise.resolve();
@@ -94,6 +96,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         // Every (re)join may follow a period in which another instance owned our partitions:
         // forget all heads and producers, and fence + restore again before the next batch.
         generation++;
+        epoch++;
         assigned = payload.memberAssignment[deps.internal.requests] ?? [];
         ready = undefined;
         caughtUp.clear();
@@ -114,13 +117,14 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
       const producer = producers.get(partition);
       if (gen !== generation || !producer || !caughtUp.has(partition)) return undefined;
       const heads = deps.cache.partition(partition);
+      const at = epoch;
       return {
         producer,
         heads,
-        // Checked and issued synchronously: a put of this generation is queued before any
-        // catch-up of a later one starts, and that catch-up reads the same records again.
+        // Checked and issued synchronously: a put of this epoch is queued before any catch-up
+        // of a later one starts, and that catch-up reads the same records again.
         committed: async (records, end) => {
-          if (gen !== generation || !caughtUp.has(partition)) return;
+          if (at !== epoch || !caughtUp.has(partition)) return;
           await heads.putCommitted(records, end?.partition === partition ? end.offset : undefined);
         },
       };
@@ -132,6 +136,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
      * again) and heads restored again.
      */
     async reset(): Promise<void> {
+      epoch++;
       ready = undefined;
       caughtUp.clear();
       await closeProducers();
