@@ -168,3 +168,25 @@ describe('head cache after a crash', () => {
     }
   });
 });
+
+describe('head cache remap', () => {
+  it('keeps heads and mark across a remap, and gives a working cache after it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'head-cache-'));
+    const cache = openHeadCache(dir, 't.enricher.heads');
+    try {
+      cache.partition(0).apply('Order:o1', encodeHead(head(1)));
+      await cache.partition(0).setMark('c', '4');
+      cache.partition(0).apply('Order:o2', encodeHead(head(2)));
+      await cache.remap([0, 1]);
+      expect(cache.partition(0).get('Order:o1')).toEqual(head(1));
+      expect(cache.partition(0).get('Order:o2')).toEqual(head(2));
+      expect(cache.partition(0).mark()?.offset).toBe('4');
+      await cache.partition(0).putCommitted([{ key: 'Order:o3', value: encodeHead(head(3)) }], '6');
+      expect(cache.partition(0).get('Order:o3')).toEqual(head(3));
+      expect(cache.partition(0).mark()?.offset).toBe('6');
+    } finally {
+      await cache.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

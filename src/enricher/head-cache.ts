@@ -35,7 +35,15 @@ export interface PartitionHeadCache {
 }
 
 export interface HeadCache {
+  /** The cache of a partition; valid until the next remap of it, so take it anew for each use. */
   partition(partition: number): PartitionHeadCache;
+  /**
+   * Closes and reopens the files of these partitions once their writes are in. LMDB reads
+   * through a memory map, so every page a load touches stays in the process's RSS (page cache,
+   * reclaimable, but counted): loading 10,000,000 heads mapped 1.4 GB. Only while nothing else
+   * uses those partitions (their catch-up).
+   */
+  remap(partitions: number[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -121,6 +129,18 @@ export function openHeadCache(dir: string, topic: string): HeadCache {
 
   return {
     partition: (partition) => (partitions.get(partition) ?? openPartition(partition)).view,
+    async remap(list) {
+      for (const partition of list) {
+        const entry = partitions.get(partition);
+        if (!entry) continue;
+        await entry.heads.committed;
+        await entry.meta.committed;
+        // Closed before it is opened again: LMDB must not have one file open twice in a process.
+        partitions.delete(partition);
+        await entry.root.close();
+        openPartition(partition);
+      }
+    },
     async close() {
       const all = [...partitions.values()];
       partitions.clear();

@@ -3,6 +3,12 @@ import { LoaderError } from '../errors.js';
 import { readToEnd } from '../kafka/read-to-end.js';
 import { resumeOffset, type HeadCache } from './head-cache.js';
 
+/**
+ * Records applied between two remaps of the caches being loaded: random keys touch a new 4 KiB
+ * page almost every time, so this bounds the mapped pages a load adds to RSS to some 100 MB.
+ */
+const REMAP_EVERY = 25_000;
+
 /** What a catch-up read: per partition, where it started and how many head records it read. */
 export interface CatchUp {
   partition: number;
@@ -42,6 +48,8 @@ export async function catchUpHeads(kafka: Kafka, topic: string, partitions: numb
     if (resume === undefined) await store.wipe();
     result.set(partition, { partition, from: resume ?? log.low, full: resume === undefined, records: 0 });
   }
+  let remapped = 0;
+  const appliedSinceRemap = () => [...result.values()].reduce((n, c) => n + c.records, 0) - remapped;
   const ends = await readToEnd(
     kafka,
     topic,
@@ -53,9 +61,18 @@ export async function catchUpHeads(kafka: Kafka, topic: string, partitions: numb
       cache.partition(partition).apply(key, m.value);
     },
     partitions,
-    { from: new Map([...result.values()].map((c) => [c.partition, c.from])), afterBatch: (partition) => cache.partition(partition).flushed() },
+    {
+      from: new Map([...result.values()].map((c) => [c.partition, c.from])),
+      afterBatch: async (partition) => {
+        await cache.partition(partition).flushed();
+        if (appliedSinceRemap() < REMAP_EVERY) return;
+        await cache.remap(partitions);
+        remapped = [...result.values()].reduce((n, c) => n + c.records, 0);
+      },
+    },
   );
   // The mark is written after the records it covers, so it never claims more than the cache holds.
   for (const [partition, end] of ends) await cache.partition(partition).setMark(clusterId, end);
+  if (appliedSinceRemap() > 0) await cache.remap(partitions);
   return [...result.values()];
 }

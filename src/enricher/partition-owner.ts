@@ -125,7 +125,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         // of a later one starts, and that catch-up reads the same records again.
         committed: async (records, end) => {
           if (at !== epoch || !caughtUp.has(partition)) return;
-          await heads.putCommitted(records, end?.partition === partition ? end.offset : undefined);
+          await deps.cache.partition(partition).putCommitted(records, end?.partition === partition ? end.offset : undefined);
         },
       };
     },
