@@ -1,6 +1,6 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type pg from 'pg';
-import { errorMessage } from '../errors.js';
+import { UnknownSchemaIdError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
@@ -10,7 +10,7 @@ import { writeBatch, type BatchOutcome } from './batch-writer.js';
 import type { CommitThrottle } from '../kafka/commit-throttle.js';
 import type { DeadLetterWriter } from '../kafka/dead-letters.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
-import { UnknownSchemaIdError, decodeBatch } from './decode-batch.js';
+import { decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
 
 export interface BatchHandlerContext {
