@@ -236,6 +236,12 @@ describe('metric views on a crafted history', () => {
     await migrate(pool, { schema: config.databaseSchema, log });
     const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${s}.subscription_movements`);
     expect(rows).toEqual([{ n: 12 }]);
+
+    // A mapping without a column the metric views read is refused, and nothing changes.
+    await writeFile(file, JSON.stringify({ ...typed, Contract: typed.Contract.filter((c) => c.column !== 'balance') }));
+    await expect(migrate(pool, { schema: config.databaseSchema, log, typedColumnsFile: file })).rejects.toThrow(/metric views .* read a typed column the mapping no longer has/);
+    const after = await pool.query(`SELECT count(*)::int AS n FROM ${s}.payment_escalation_episodes WHERE outcome = 'paid'`);
+    expect(after.rows).toEqual([{ n: 1 }]);
   });
 });
 
