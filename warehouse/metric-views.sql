@@ -77,13 +77,18 @@ SELECT x.contract_id, m.movement, m.at
        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
             OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m;
 
--- How a payment escalation process ended. Over when the process shows a ResetAt or Status Reset;
--- ended_at is the ResetAt (when the service reset it), or else when the loader first read the
--- reset. paid: the contract, as the loader had read it when it read the reset, owed nothing
--- (Balance >= 0: the service resets automatically once the outstanding positions are paid);
--- reset: it still owed (a manual reset). Open: not reset yet.
+-- How a payment escalation process ended, with the process's own fields. Over when the process
+-- shows a ResetAt or Status Reset; ended_at is the ResetAt (when the service reset it), or else
+-- when the loader first read the reset. paid: the contract, as the loader had read it when it read
+-- the reset, owed nothing (Balance >= 0: the service resets automatically once the outstanding
+-- positions are paid); reset: it still owed (a manual reset). Open: not reset yet.
 CREATE VIEW metric_escalation_ends AS
 SELECT p.resource_id AS process_id,
+       wh_as_text(x.f -> 'contractid') AS contract_id,
+       wh_as_text(x.f -> 'customerid') AS customer_id,
+       wh_as_timestamptz(x.f -> 'startedat') AS started_at,
+       wh_as_integer(x.f -> 'triggerdays') AS trigger_days,
+       CASE WHEN jsonb_typeof(x.f -> 'steps') = 'array' THEN x.f -> 'steps' END AS steps,
        COALESCE(wh_as_timestamptz(x.f -> 'resetat'), seen.at) AS ended_at,
        CASE WHEN seen.at IS NULL THEN 'open'
             WHEN (SELECT c.balance FROM contract_history c
@@ -92,7 +97,7 @@ SELECT p.resource_id AS process_id,
             ELSE 'reset'
        END AS outcome
   FROM payment_escalation_process_current p
-  CROSS JOIN LATERAL metric_fields(p.body, '{contractid,resetat}') AS x(f)
+  CROSS JOIN LATERAL metric_fields(p.body, '{contractid,customerid,startedat,triggerdays,steps,resetat}') AS x(f)
   LEFT JOIN LATERAL (SELECT min(h.valid_from) AS at
                        FROM payment_escalation_process_history h
                        CROSS JOIN LATERAL metric_fields(h.body, '{resetat,status}') AS y(f)
@@ -246,33 +251,32 @@ SELECT e.episode_id,
        CASE WHEN z.outcome <> 'open' THEN z.ended_at - e.started_at END AS duration,
        e.dunning_ids
   FROM episodes e
-  LEFT JOIN metric_escalation_ends z ON z.process_id = e.process_id;
+  -- LATERAL: only the processes the dunnings name are read, each by its key.
+  LEFT JOIN LATERAL (SELECT z.ended_at, z.outcome FROM metric_escalation_ends z WHERE z.process_id = e.process_id) z ON true;
 
 -- One episode per payment escalation process (the service starts a new process for a later
 -- escalation): from its StartedAt to its end (metric_escalation_ends). trigger_days_reached: the
 -- TriggerDays of its Steps in the order executed (5, 10, 5 can occur, spec 6.2), or its
 -- TriggerDays alone when the body has no Steps.
 CREATE VIEW payment_escalation_episodes AS
-SELECT p.resource_id AS episode_id,
-       p.resource_id AS process_id,
-       wh_as_text(x.f -> 'contractid') AS contract_id,
-       wh_as_text(x.f -> 'customerid') AS customer_id,
-       wh_as_timestamptz(x.f -> 'startedat') AS started_at,
+SELECT z.process_id AS episode_id,
+       z.process_id,
+       z.contract_id,
+       z.customer_id,
+       z.started_at,
        CASE WHEN z.outcome <> 'open' THEN z.ended_at END AS ended_at,
        (SELECT max(d) FROM unnest(s.days) AS d) AS max_trigger_days,
        s.days AS trigger_days_reached,
        z.outcome,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at - wh_as_timestamptz(x.f -> 'startedat') END AS duration
-  FROM payment_escalation_process_current p
-  CROSS JOIN LATERAL metric_fields(p.body, '{contractid,customerid,startedat,triggerdays,steps}') AS x(f)
-  JOIN metric_escalation_ends z ON z.process_id = p.resource_id
+       CASE WHEN z.outcome <> 'open' THEN z.ended_at - z.started_at END AS duration
+  FROM metric_escalation_ends z
   CROSS JOIN LATERAL (
-    SELECT CASE WHEN jsonb_typeof(x.f -> 'steps') = 'array' THEN
+    SELECT CASE WHEN z.steps IS NOT NULL THEN
                   ARRAY(SELECT wh_as_integer(wh_field(e.value, 'TriggerDays', 'triggerDays', 'triggerdays'))
-                          FROM jsonb_array_elements(x.f -> 'steps') WITH ORDINALITY AS e(value, n)
+                          FROM jsonb_array_elements(z.steps) WITH ORDINALITY AS e(value, n)
                          WHERE wh_as_integer(wh_field(e.value, 'TriggerDays', 'triggerDays', 'triggerdays')) IS NOT NULL
                          ORDER BY e.n)
-                ELSE array_remove(ARRAY[wh_as_integer(x.f -> 'triggerdays')], NULL)
+                ELSE array_remove(ARRAY[z.trigger_days], NULL)
            END AS days) s;
 
 -- Payment transactions by their current state, per UTC day of CompletedAt (else CreatedAt),
