@@ -28,9 +28,12 @@ export async function loadMetricViewsSql(file = metricViewsFile): Promise<Metric
 /**
  * Drops the metric views (and their helpers) inside the caller's transaction. They read the
  * typed-column views, which migrate may DROP and CREATE when the mapping changes: they go first.
+ * Helpers an earlier release created and the file no longer has (metric_*) go too, or one of
+ * them would block that DROP.
  */
 export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[]): Promise<void> {
-  const names = [...new Set([...METRIC_VIEWS, ...views])].map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`);
+  const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname LIKE 'metric\\_%'`, [schema]);
+  const names = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])].map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`);
   await client.query(`DROP VIEW IF EXISTS ${names.join(', ')}`);
 }
 
