@@ -253,7 +253,7 @@ export const COMMAND_SETTINGS = {
   run: [...S.kafka, ...S.registry, ...S.database, ...S.billingApi, ...S.ingress, ...S.enricher, ...S.sink, ...S.service],
   backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
   // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
-  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel'],
+  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort'],
   migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],

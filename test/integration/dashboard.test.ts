@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -7,7 +9,11 @@ import { startDashboard, type RunningDashboard } from '../../src/dashboard/dashb
 import { quoteIdent } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
 import { createLogger } from '../../src/log.js';
+import { packageRoot } from '../../src/package-root.js';
+import { runCli } from '../helpers/cli.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { freePort } from './ingress-harness.js';
 
 /**
  * `billing-loader dashboard` against the sandbox scenario's warehouse (read-only): its JSON
@@ -20,9 +26,11 @@ const CHARTS = ['chart-status', 'chart-plan', 'chart-movements', 'chart-cohorts'
 let dashboard: RunningDashboard;
 let direct: pg.Pool;
 let s: string;
+let schema: string;
 
 beforeAll(async () => {
   const wh = await scenarioWarehouse();
+  schema = wh.schema;
   s = quoteIdent(wh.schema);
   direct = new pg.Pool({ connectionString: wh.databaseUrl, max: 2 });
   const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: wh.schema, LOG_LEVEL: 'warn' });
@@ -80,6 +88,37 @@ describe('dashboard HTTP', () => {
     } finally {
       await client.query('ROLLBACK');
       client.release();
+    }
+  });
+});
+
+describe('billing-loader dashboard', () => {
+  it('documents its settings in --help', async () => {
+    const help = await runCli(['dashboard', '--help'], {}, 30_000);
+    expect(help.code).toBe(0);
+    for (const v of ['DASHBOARD_PORT', 'DASHBOARD_DATABASE_URL', 'DATABASE_SCHEMA', 'OPS_PORT']) expect(help.stdout).toContain(`  ${v} `);
+    expect(help.stdout).toContain('billing_loader_analyst');
+  });
+
+  it('serves on DASHBOARD_PORT, and on SIGTERM stops and exits 0', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), 'dashboard'], {
+      cwd: packageRoot,
+      env: { ...process.env, ...inject('services'), DATABASE_SCHEMA: schema, DASHBOARD_PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, { what: 'dashboard ready', timeoutMs: 30_000, intervalMs: 200 });
+      expect((await fetch(`http://127.0.0.1:${port}/`)).headers.get('content-type')).toMatch(/^text\/html/);
+      expect((await fetch(`http://127.0.0.1:${port}/assets/chart.umd.js`)).status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited, stderr).toBe(0);
+      expect(stderr).toContain('"msg":"stopped"');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
     }
   });
 });
