@@ -63,10 +63,12 @@ async function loadContracts() {
   draw('chart-plan', 'line', d.days, d.byPlan.map((p, i) => line(p.planName ? `${p.planName} (${p.planId.slice(-6)})` : p.planId, p.values, COLORS[i % COLORS.length], { fill: true, backgroundColor: `${COLORS[i % COLORS.length]}33` })), {
     scales: axes('contracts', { stacked: true }),
   });
-  const last = d.days.length - 1;
+  // The headline is the range's last day the view covers (contract_daily may end before payments do).
+  let last = d.days.length - 1;
+  while (last >= 0 && d.byStatus.active[last] === null) last -= 1;
   $('kpi-active').textContent = last < 0 ? '–' : fmt.format(d.byStatus.active[last]);
   $('kpi-trial').textContent = last < 0 ? '–' : fmt.format(d.byStatus.in_trial[last]);
-  $('kpi-active-day').textContent = last < 0 ? '' : `on ${d.days[last]}, the range's last day`;
+  $('kpi-active-day').textContent = last < 0 ? 'no contract data in the range' : `on ${d.days[last]}`;
   $('kpi-trial-day').textContent = last < 0 ? '' : `on ${d.days[last]}`;
 }
 

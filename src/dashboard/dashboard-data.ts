@@ -34,9 +34,10 @@ export interface DashboardData {
 
 export interface ContractDaily {
   days: string[];
-  byStatus: Record<(typeof CONTRACT_STATUSES)[number], number[]>;
+  /** Contracts per status and day; null on a day the view does not cover. */
+  byStatus: Record<(typeof CONTRACT_STATUSES)[number], (number | null)[]>;
   /** Running contracts (in trial, active, cancelled but running) per plan and day. */
-  byPlan: { planId: string; planName: string | null; values: number[] }[];
+  byPlan: { planId: string; planName: string | null; values: (number | null)[] }[];
 }
 
 export interface Movements {
@@ -143,8 +144,12 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
            FROM ${s}.contract_daily WHERE day BETWEEN $1::date AND $2::date GROUP BY day`,
         [range.from, range.to],
       );
+      // A day contract_daily does not cover (before the first contract, after its last day) is a
+      // gap in the chart, not a day with no contracts.
+      const covered = new Set(statusRows.map((r) => r.day));
+      const gaps = (values: number[]): (number | null)[] => values.map((v, i) => (covered.has(days[i] as string) ? v : null));
       const byStatus = Object.fromEntries(
-        CONTRACT_STATUSES.map((status) => [status, spread(days, statusRows.map((r) => ({ key: status, day: r.day, value: r[status] }))).get(status) ?? days.map(() => 0)]),
+        CONTRACT_STATUSES.map((status) => [status, gaps(spread(days, statusRows.map((r) => ({ key: status, day: r.day, value: r[status] }))).get(status) ?? days.map(() => 0))]),
       ) as ContractDaily['byStatus'];
       const planRows = await q<{ key: string; day: string; value: Num }>(
         `SELECT coalesce(plan_id, '(none)') AS key, day::text AS day, sum(in_trial + active + cancelled_running) AS value
@@ -160,7 +165,7 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
       );
       const byPlan = [...plans]
         .filter(([, values]) => values.some((v) => v > 0))
-        .map(([planId, values]) => ({ planId, planName: names.get(planId) ?? null, values }))
+        .map(([planId, values]) => ({ planId, planName: names.get(planId) ?? null, values: gaps(values) }))
         .sort((a, b) => (a.planName ?? a.planId).localeCompare(b.planName ?? b.planId) || a.planId.localeCompare(b.planId));
       return { days, byStatus, byPlan };
     },
