@@ -8,6 +8,7 @@ import { startOpsServer } from '../ops-server.js';
 import { cliConfig, stopOptions } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
+/** `billing-loader dashboard`: the page until SIGTERM/SIGINT (src/dashboard/dashboard-server.ts). */
 export function registerDashboard(program: Command): void {
   program
     .command('dashboard')

@@ -110,6 +110,7 @@ export interface Timeline {
 /** Hours shown on the page for the pipeline's per-minute chart, ending at its newest minute. */
 export const PIPELINE_HEALTH_HOURS = 24;
 
+/** The dashboard's queries over the warehouse in `schema`, through `pool` (the analyst pool in the dashboard). */
 export function createDashboardData(pool: pg.Pool, schema: string): DashboardData {
   const s = quoteIdent(schema);
   const q = async <R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> => (await pool.query<R>(sql, params)).rows;

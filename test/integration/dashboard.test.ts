@@ -8,9 +8,10 @@ import { loadConfig } from '../../src/config.js';
 import { startDashboard, type RunningDashboard } from '../../src/dashboard/dashboard-server.js';
 import { quoteIdent } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/package-root.js';
 import { runCli } from '../helpers/cli.js';
+import { uniqueSuffix } from '../helpers/environment.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { freePort } from './ingress-harness.js';
@@ -88,6 +89,23 @@ describe('dashboard HTTP', () => {
     } finally {
       await client.query('ROLLBACK');
       client.release();
+    }
+  });
+  it('is not ready when its login may not act as billing_loader_analyst, and reads nothing', async () => {
+    const role = `dash_${uniqueSuffix()}`;
+    await direct.query(`CREATE ROLE ${role} LOGIN PASSWORD 'pw-${role}'`);
+    const url = new URL(inject('services').DATABASE_URL);
+    [url.username, url.password] = [role, `pw-${role}`];
+    const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: schema, DASHBOARD_DATABASE_URL: url.toString() });
+    const health = createHealth();
+    const other = await startDashboard({ log: silentLogger, health }, config, { host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${other.url}/readyz`)).status).toBe(503);
+      expect((await health.readiness()).checks.database?.reason).toMatch(/permission denied to set role "billing_loader_analyst"/);
+      expect((await fetch(`${other.url}/api/range`)).status).toBe(500);
+    } finally {
+      await other.stop();
+      await direct.query(`DROP ROLE ${role}`);
     }
   });
 });
