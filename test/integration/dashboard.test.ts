@@ -71,6 +71,21 @@ describe('dashboard HTTP', () => {
     expect(body.message).toMatch(new RegExp(`^${parameter}: `));
   });
 
+  it("answers a customer's timeline: its versions in order with their changes, and its contracts", async () => {
+    const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.customer_history GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
+    const { status, body } = await get(`/api/timeline?id=${id}`);
+    expect(status).toBe(200);
+    const versions = (await direct.query<{ version: number }>(`SELECT version FROM ${s}.customer_history WHERE resource_id = $1 ORDER BY version`, [id])).rows;
+    const timeline = body as { type: string; versions: { version: number; changes: { field: string }[] }[]; related: { type: string; id: string }[] };
+    expect(timeline.type).toBe('Customer');
+    expect(timeline.versions.map((v) => v.version)).toEqual(versions.map((v) => v.version));
+    const changes = await one<{ n: string }>(`SELECT count(*) AS n FROM ${s}.customer_changes WHERE resource_id = $1`, [id]);
+    expect(timeline.versions.reduce((n, v) => n + v.changes.length, 0)).toBe(Number(changes.n));
+    const contracts = (await direct.query<{ id: string }>(`SELECT DISTINCT resource_id AS id FROM ${s}.contract_history WHERE customer_id = $1 ORDER BY 1`, [id])).rows;
+    expect(contracts.length).toBeGreaterThan(0);
+    expect(timeline.related).toEqual(contracts.map((c) => ({ type: 'Contract', id: c.id })));
+  });
+
   it('answers 404 for an id no resource has, and for an unknown path', async () => {
     expect(await get('/api/timeline?id=no-such-resource-0000')).toMatchObject({ status: 404, body: { error: 'not-found' } });
     expect(await get('/api/nothing-here')).toMatchObject({ status: 404, body: { error: 'not-found' } });
