@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { RESOURCE_TYPES, type ResourceType } from '../billing-api/resource-types.js';
 import { quoteIdent } from '../db/pool.js';
+import { METRIC_VIEWS } from '../warehouse/metric-views.js';
 import { historyView } from '../warehouse/resource-types.js';
 import type { DayRange } from './request-params.js';
 
@@ -106,6 +107,9 @@ export interface Timeline {
   /** Resources it points to or that point to it: a contract's customer, a customer's contracts. */
   related: { type: ResourceType; id: string }[];
 }
+
+/** The views the dashboard reads besides each type's history and changes; readiness checks them all. */
+export const READ_VIEWS: readonly string[] = [...METRIC_VIEWS, 'resource_latest', 'contract_current', 'contract_history'];
 
 /** Hours shown on the page for the pipeline's per-minute chart, ending at its newest minute. */
 export const PIPELINE_HEALTH_HOURS = 24;
@@ -288,7 +292,12 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
     },
 
     async check() {
-      await q(`SELECT 1 FROM ${s}.resource_latest LIMIT 1`);
+      const missing = await q<{ view: string }>(
+        `SELECT v AS view FROM unnest($1::text[]) AS v
+          WHERE CASE WHEN to_regclass(format('%I.%I', $2::text, v)) IS NULL THEN true ELSE NOT has_table_privilege(to_regclass(format('%I.%I', $2::text, v)), 'SELECT') END`,
+        [READ_VIEWS, schema],
+      );
+      if (missing.length > 0) throw new Error(`schema ${schema} lacks ${missing.map((m) => m.view).join(', ')}, or the analyst role may not read them: run billing-loader migrate`);
     },
   };
 }

@@ -71,6 +71,18 @@ describe('dashboard HTTP', () => {
     expect(body.message).toMatch(new RegExp(`^${parameter}: `));
   });
 
+  it('is not ready on a schema without the metric views, and says which are missing', async () => {
+    const health = createHealth();
+    const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: `missing_${uniqueSuffix()}` });
+    const other = await startDashboard({ log: silentLogger, health }, config, { host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${other.url}/readyz`)).status).toBe(503);
+      expect((await health.readiness()).checks.database?.reason).toMatch(/lacks contract_daily, subscription_movements, .*: run billing-loader migrate$/);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("answers a customer's timeline: its versions in order with their changes, and its contracts", async () => {
     const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.customer_history GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
     const { status, body } = await get(`/api/timeline?id=${id}`);
