@@ -98,7 +98,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         await client.query(`SET LOCAL search_path TO ${schema}, public`);
         await dropMetricViews(client, options.schema, metrics.views);
         const objects = await createAnalystObjects(client, options.schema, typed);
-        await createMetricViews(client, options.schema, metrics.sql);
+        await createMetricViews(client, options.schema, metrics);
         await client.query('COMMIT');
         options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length });
       } catch (err) {

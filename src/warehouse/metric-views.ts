@@ -14,7 +14,13 @@ export const METRIC_VIEWS = ['contract_daily', 'subscription_movements', 'trial_
 
 const CREATE_VIEW = /^CREATE VIEW ([a-z_][a-z0-9_]*) AS/gm;
 
-export async function loadMetricViewsSql(file = metricViewsFile): Promise<{ sql: string; views: string[] }> {
+export interface MetricViewsSql {
+  sql: string;
+  /** Every view the file creates, helpers (metric_*) included, in its order. */
+  views: string[];
+}
+
+export async function loadMetricViewsSql(file = metricViewsFile): Promise<MetricViewsSql> {
   const sql = await readFile(file, 'utf8');
   return { sql, views: [...sql.matchAll(CREATE_VIEW)].map((m) => m[1]!) };
 }
@@ -30,11 +36,14 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
 
 /**
  * Creates the metric views from the file inside the caller's transaction (search_path set to
- * the schema), after the analyst views they read, and grants SELECT on the public ones.
+ * the schema), after the analyst views they read, and grants SELECT on each to both roles, the
+ * helpers too: an analyst may reuse a definition, as with every other view of the schema.
  */
-export async function createMetricViews(client: pg.PoolClient, schema: string, sql: string): Promise<void> {
+export async function createMetricViews(client: pg.PoolClient, schema: string, metrics: MetricViewsSql): Promise<void> {
+  const missing = METRIC_VIEWS.filter((v) => !metrics.views.includes(v));
+  if (missing.length > 0) throw new UserError(`warehouse/metric-views.sql does not create ${missing.join(', ')}`);
   try {
-    await client.query(sql);
+    await client.query(metrics.sql);
   } catch (err) {
     // 42703: the typed column mapping no longer has a column the metric views read.
     if ((err as { code?: string }).code === '42703') {
@@ -42,7 +51,7 @@ export async function createMetricViews(client: pg.PoolClient, schema: string, s
     }
     throw err;
   }
-  for (const view of METRIC_VIEWS) {
+  for (const view of metrics.views) {
     await client.query(`GRANT SELECT ON ${quoteIdent(schema)}.${quoteIdent(view)} TO ${ANALYST_ROLE}, ${WRITER_ROLE}`);
   }
 }
