@@ -172,5 +172,8 @@ async function printSummary(sim: Simulator, pool: pg.Pool, config: Config, metri
     for (const r of rows) say(`    ${String(r.version).padStart(7)}  ${r.valid_from.toISOString().padEnd(25)}  ${(r.deleted ? 'deleted' : (r.status ?? '')).padEnd(9)}  ${r.plan ?? ''}`);
   }
   say(`\nExplore further:  psql ${withoutPassword(config.databaseUrl)}  -c 'SELECT * FROM ${config.databaseSchema}.contract_current LIMIT 5'`);
+  // The demo ends here rather than serving the page itself: `npm start` is a run with a summary,
+  // and the dashboard reads the warehouse whether or not the pipeline runs.
+  say(`The charts of this warehouse and each contract's timeline:  npx billing-loader dashboard  then open http://localhost:${config.dashboardPort}/`);
   say('The local stack keeps running; stop it with:  npx billing-loader stack down');
 }
