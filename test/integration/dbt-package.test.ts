@@ -70,7 +70,7 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     if (tmp) await rm(tmp, { recursive: true, force: true });
   });
 
-  it.concurrent('builds every model and passes every test on the scenario warehouse', async () => {
+  it('builds every model and passes every test on the scenario warehouse', async () => {
     const d = dirs('build');
     const { code, output, results } = await runDbt(dbt, ['build', ...vars(wh.schema), ...withoutMetricViews], d);
     expect(code, output).toBe(0);
@@ -102,7 +102,7 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     expect(staged.rows[0]!.n).toBeGreaterThan(0);
   }, 300_000);
 
-  it.concurrent('reports a failing source test as a failure (duplicate version, missing valid_from, unknown status)', async () => {
+  it('reports a failing source test as a failure (duplicate version, missing valid_from, unknown status)', async () => {
     // A crafted "warehouse" whose contract_history breaks three of the package's source tests.
     await owner.query(`CREATE SCHEMA ${quoteIdent(crafted)}`);
     await owner.query(`CREATE TABLE ${quoteIdent(crafted)}.contract_history AS SELECT * FROM ${quoteIdent(wh.schema)}.contract_history WHERE false`);
