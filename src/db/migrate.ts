@@ -6,6 +6,7 @@ import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { packageRoot } from '../package-root.js';
 import { createAnalystObjects } from '../warehouse/analyst-views.js';
+import { createMetricViews, dropMetricViews, loadMetricViewsSql } from '../warehouse/metric-views.js';
 import { loadTypedColumns } from '../warehouse/typed-columns.js';
 import { quoteIdent } from './pool.js';
 
@@ -49,7 +50,9 @@ async function readMigrations(dir: string): Promise<Migration[]> {
  *
  * Then, in one more transaction under the same lock, the analyst views and functions are
  * recreated from the typed column mapping: they are derived, not history, so every run may
- * replace them, and a user extends the mapping by editing it and migrating again.
+ * replace them, and a user extends the mapping by editing it and migrating again. The metric views
+ * (warehouse/metric-views.sql) read those views: they are dropped before and created after them
+ * in the same transaction, so a mapping change never fails on them and never leaves them missing.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
@@ -89,12 +92,15 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         result.applied.push(m.name);
       }
       const typed = await loadTypedColumns(options.typedColumnsFile);
+      const metrics = await loadMetricViewsSql();
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL search_path TO ${schema}, public`);
+        await dropMetricViews(client, options.schema, metrics.views);
         const objects = await createAnalystObjects(client, options.schema, typed);
+        await createMetricViews(client, options.schema, metrics);
         await client.query('COMMIT');
-        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length });
+        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length });
       } catch (err) {
         await client.query('ROLLBACK');
         throw err;
