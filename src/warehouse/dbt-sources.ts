@@ -7,14 +7,14 @@ import { baseColumns, type TypedColumns } from './typed-columns.js';
  * `migrate` creates. src/warehouse/dbt-sources.test.ts keeps the committed file equal to this.
  */
 
-interface Column {
+export interface Column {
   name: string;
   description: string;
   /** dbt data test entries, already in YAML flow form (`not_null`, `unique`, ...). */
   tests?: string[];
 }
 
-interface Table {
+export interface Table {
   name: string;
   description: string;
   columns: Column[];
@@ -149,11 +149,12 @@ const EPISODE_COLUMNS = (kind: 'dunning' | 'escalation'): Column[] => [
         { name: 'trigger_days_reached', description: 'The TriggerDays steps reached, in order.' },
       ]),
   { name: 'outcome', description: 'paid, reset or open.', tests: ['not_null', OUTCOMES(['paid', 'reset', 'open'])] },
-  { name: 'duration', description: 'ended_at - started_at (to now while open).' },
+  { name: 'duration', description: 'ended_at - started_at; null while open.' },
+  ...(kind === 'dunning' ? [{ name: 'dunning_ids', description: 'Every dunning document of the episode.' }] : []),
 ];
 
 /** The metric views of `billing-loader migrate`: a source of their own, so a build can leave them out. */
-const METRIC_TABLES: Table[] = [
+export const METRIC_TABLES: Table[] = [
   {
     name: 'contract_daily',
     description: 'Per day and plan, how many contracts were in trial, active, cancelled but still running, ended.',
@@ -190,6 +191,7 @@ const METRIC_TABLES: Table[] = [
       { name: 'trials', description: 'Trials started.', tests: ['not_null'] },
       { name: 'converted', description: 'Of those, converted to paid.', tests: ['not_null'] },
       { name: 'conversion_rate', description: 'converted / trials.' },
+      { name: 'still_in_trial', description: 'Not converted and the trial not over yet.' },
     ],
   },
   { name: 'dunning_episodes', description: 'One row per dunning episode: from the first dunning level to payment, reset, or still open.', columns: EPISODE_COLUMNS('dunning') },
