@@ -37,7 +37,9 @@ export async function ensureDbt(): Promise<DbtInstall> {
   await rm(venvDir, { recursive: true, force: true });
   await mkdir(join(packageRoot, '.cache'), { recursive: true });
   await run('python3', ['-m', 'venv', venvDir]);
-  await run(join(venvDir, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', '--quiet', '-r', requirementsFile]);
+  // --no-compile: byte-compiling every installed module took most of the install on a loaded
+  // machine; Python compiles the modules dbt imports on first use instead.
+  await run(join(venvDir, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', '--quiet', '--no-compile', '-r', requirementsFile]);
   await writeFile(stampFile, `${wanted}\n`);
   return { dbt, installMs: Date.now() - started };
 }
