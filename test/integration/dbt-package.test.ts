@@ -33,7 +33,8 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
   const vars = (schema: string) => ['--vars', JSON.stringify({ billing_schema: schema })];
 
   beforeAll(async () => {
-    // The first run of a clean clone installs dbt (pip, about half a minute) while the scenario fills.
+    // The first run of a clean clone installs dbt (pip: half a minute, two on a loaded machine)
+    // while the scenario fills.
     const [warehouse, install] = await Promise.all([scenarioWarehouse(), ensureDbt()]);
     wh = warehouse;
     dbt = install.dbt;
