@@ -2,7 +2,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.stack/', 'coverage/'] },
+  // .cache/: the dbt package's Python venv (test/helpers/dbt.ts), which ships JavaScript of its own.
+  { ignores: ['dist/', 'node_modules/', '.stack/', 'coverage/', '.cache/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
