@@ -1,11 +1,7 @@
 import type { Command } from 'commander';
-import { createHealth } from '../health.js';
 import { startDashboard } from '../dashboard/dashboard-server.js';
-import { stopOnSignal } from '../lifecycle.js';
-import { createLogger } from '../log.js';
-import { createMetrics } from '../metrics.js';
-import { startOpsServer } from '../ops-server.js';
-import { cliConfig, stopOptions } from './cli-config.js';
+import { cliConfig } from './cli-config.js';
+import { composeComponents, startOrStop } from './components.js';
 import { environmentHelp } from './env-help.js';
 
 /** `billing-loader dashboard`: the page until SIGTERM/SIGINT (src/dashboard/dashboard-server.ts). */
@@ -20,27 +16,15 @@ export function registerDashboard(program: Command): void {
     )
     .action(async () => {
       const config = await cliConfig();
-      const log = createLogger(config.logLevel);
-      const health = createHealth();
-      const dashboard = await startDashboard({ log, health }, config);
-      let ops;
-      try {
-        ops = config.opsPort === undefined ? undefined : await startOpsServer(config.opsPort, { health, metrics: createMetrics() });
-      } catch (err) {
-        await dashboard.stop();
-        throw err;
-      }
-      console.error(`dashboard: http://localhost:${dashboard.port}/ reading schema ${config.databaseSchema}${ops ? `; ops on :${ops.port}` : ''}`);
-      process.exitCode = await stopOnSignal(
-        {
-          async stop() {
-            await dashboard.stop();
-            await ops?.stop();
-          },
-        },
-        log,
-        undefined,
-        stopOptions(),
-      );
+      const c = composeComponents(config, { clientId: 'billing-loader-dashboard' });
+      let port = 0;
+      await startOrStop(c, async () => {
+        const dashboard = await startDashboard(c, config);
+        port = dashboard.port;
+        c.onStop(() => dashboard.stop());
+        if (config.opsPort !== undefined) await c.serveOps(config.opsPort);
+      });
+      console.error(`dashboard: http://localhost:${port}/ reading schema ${config.databaseSchema}${config.opsPort !== undefined ? `; ops on :${config.opsPort}` : ''}`);
+      process.exitCode = await c.runUntilSignal();
     });
 }
