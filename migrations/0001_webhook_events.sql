@@ -1,4 +1,4 @@
--- One row per accepted webhook delivery (INTERFACE.md section 5). Written by the sink from
+-- One row per accepted webhook delivery (docs/CONTRACT.md section 5). Written by the sink from
 -- billing.webhooks; event_id is assigned at ingress, so a replayed record is a no-op.
 CREATE TABLE webhook_events (
   event_id     uuid        PRIMARY KEY,

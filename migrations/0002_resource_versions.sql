@@ -1,4 +1,4 @@
--- The history of every resource version (INTERFACE.md section 5, DESIGN.md properties 3 and 5).
+-- The history of every resource version (docs/CONTRACT.md section 5 and properties 3 and 5).
 -- One append-only table holds every version of every type; analysts read it through the
 -- per-type views below, so the physical layout can change without breaking their queries.
 -- Written only by the sink from <prefix>.snapshots. Reasons for each choice: docs/WAREHOUSE.md.

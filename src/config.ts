@@ -213,6 +213,8 @@ export const options = {
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),
+  dashboardPort: defaulted({ env: 'DASHBOARD_PORT', description: "the analysts' dashboard's HTTP port (billing-loader dashboard)", defaultText: '8090', default: () => 8090, parse: port }),
+  dashboardDatabaseUrl: optional({ env: 'DASHBOARD_DATABASE_URL', description: 'PostgreSQL connection string of the dashboard, which reads as billing_loader_analyst in read-only transactions whatever the login (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: String(DEFAULT_HEAP_GROWTH_PERCENT), default: () => DEFAULT_HEAP_GROWTH_PERCENT, parse: nonNegativeInt }),
   logLevel: defaulted({ env: 'LOG_LEVEL', description: 'log level: debug, info, warn, error', defaultText: 'info', default: () => 'info' as LogLevel, parse: logLevel }),
   stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => join(packageRoot, '.stack'), parse: str }),
@@ -253,11 +255,12 @@ export const COMMAND_SETTINGS = {
   run: [...S.kafka, ...S.registry, ...S.database, ...S.billingApi, ...S.ingress, ...S.enricher, ...S.sink, ...S.service],
   backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
   // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
-  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel'],
+  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort'],
   migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],
   stack: ['stackDir'],
+  dashboard: ['dashboardDatabaseUrl', ...S.database, 'dashboardPort', ...S.service],
 } as const satisfies Record<string, readonly OptionKey[]>;
 
 export type CommandName = keyof typeof COMMAND_SETTINGS;
@@ -348,6 +351,11 @@ export function requireBillingApi(c: Config): {
 /** The owner's connection string, for DDL (migrate, the fresh schema of a rebuild). */
 export function migrateDatabaseUrl(c: Config): string {
   return c.migrateDatabaseUrl ?? c.databaseUrl;
+}
+
+/** The dashboard's connection string (its pool reads as the analyst role, whatever this login may do). */
+export function dashboardDatabaseUrl(c: Config): string {
+  return c.dashboardDatabaseUrl ?? c.databaseUrl;
 }
 
 /** Rows for `--help` and the README: variable, description, default (in declaration order; a command's `--help` keeps only its settings). */

@@ -155,3 +155,18 @@ export function unknownSchemaId(err: unknown, value: Buffer): number | undefined
   if (value.length < 5 || value[0] !== 0) return undefined;
   return value.readInt32BE(1);
 }
+
+/**
+ * The registry answered 404 for the schema id of a well-framed record: a configuration problem
+ * (wrong SCHEMA_REGISTRY_URL, a wiped registry). Dead-lettering would empty the topics into the
+ * DLQ with their offsets committed, so the batch is held and retried until the registry knows the id (the sink and the enricher's router).
+ */
+export class UnknownSchemaIdError extends LoaderError {
+  constructor(
+    readonly schemaId: number,
+    cause: unknown,
+    context: { topic: string; partition: number; offset: string },
+  ) {
+    super(`the schema registry does not know schema id ${schemaId} (a wrong SCHEMA_REGISTRY_URL or a wiped registry?); records held, nothing committed`, { retriable: true, cause, context });
+  }
+}

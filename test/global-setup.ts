@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { KAFKA_LINES } from '../src/stack/kafka-lines.js';
 import { installKafkaLine } from '../src/stack/kafka-service.js';
@@ -17,11 +18,14 @@ import { dockerAvailable, startContainers } from './helpers/containers.js';
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const env = process.env;
   // The sandbox scenario's warehouse, filled once per run by the first test file that asks for it.
-  project.provide('scenarioSchema', `scenario_${randomBytes(4).toString('hex')}`);
+  const scenarioSchema = `scenario_${randomBytes(4).toString('hex')}`;
+  project.provide('scenarioSchema', scenarioSchema);
   if (env.KAFKA_BROKERS && env.SCHEMA_REGISTRY_URL && env.DATABASE_URL) {
     await installKafkaLines(env.STACK_DIR || defaultStackDir);
     project.provide('services', { KAFKA_BROKERS: env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: env.SCHEMA_REGISTRY_URL, DATABASE_URL: env.DATABASE_URL });
-    return async () => {};
+    // Services that outlive the run (a developer's stack) do not keep each run's scenario warehouse.
+    const databaseUrl = env.DATABASE_URL;
+    return () => dropSchema(databaseUrl, scenarioSchema);
   }
   if (env.TEST_STACK !== 'native' && (await dockerAvailable())) {
     const containers = await startContainers();
@@ -48,4 +52,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
 async function installKafkaLines(stackDir: string): Promise<void> {
   if (!existsSync(join(stackDir, 'kafka'))) return;
   for (const line of KAFKA_LINES) await installKafkaLine(stackDir, line, (l) => process.stderr.write(`[stack] ${l}\n`));
+}
+
+async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } catch {
+    // A database that is gone already has nothing to keep.
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Analyst layer benchmark. Not a test: it measures and prints, it asserts nothing.
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--keep]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT, through the same trigger that keeps the heads): bodies of
@@ -13,7 +13,9 @@
 //    definitions, in a side schema over the same table), --old-runs runs (default 3; 0 skips);
 // 3. loads M snapshot records (default 200,000; 0 skips) through the real sink (Kafka, registry,
 //    startSink) into another fresh warehouse, and the same rows with plain COPY into a table
-//    with the same columns and indexes and no trigger, timing only the COPYs.
+//    with the same columns and indexes and no trigger, timing only the COPYs;
+// 4. times a SELECT of each metric view, whole and as a dashboard reads it (a 90-day range, the
+//    open episodes, the last hour), each the median of --runs runs. --metrics-only skips 2 and 3.
 // DATABASE_URL etc. from the environment (the local stack by default); private schemas and
 // topics, dropped at the end unless --keep.
 import { createHash, randomBytes } from 'node:crypto';
@@ -42,6 +44,7 @@ const { values: args } = parseArgs({
     'old-runs': { type: 'string', default: '3' },
     'sink-records': { type: 'string', default: '200000' },
     keep: { type: 'boolean', default: false },
+    'metrics-only': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.versions);
@@ -92,6 +95,13 @@ const VARYING = [
   ['DunningLevel', '1 + v % 3'],
   ['TriggerDays', 'v * 7'],
   ['Balance', '-(v * 10)'],
+  // Business dates and kinds the metric views read.
+  ['EndDate', `CASE WHEN v = nv AND r % 32 = 0 THEN at + interval '30 days' END`],
+  ['OrderType', `(ARRAY['Signup', 'Upgrade', 'Downgrade', 'ComponentSubscription'])[1 + (r / 8 + v) % 4]`],
+  ['CreatedAt', 'created'],
+  ['CompletedAt', 'at'],
+  ['StartedAt', 'created'],
+  ['ResetAt', `CASE WHEN v = nv AND r % 4 = 0 THEN at END`],
 ];
 const camel = (k) => k.charAt(0).toLowerCase() + k.slice(1);
 const varying = (name) => `jsonb_build_object(${VARYING.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')})`;
@@ -105,7 +115,6 @@ async function createTemplates(target) {
               'ExternalCustomerId', 'CRM-' || (10000 + i * 977),
               'PlanName', 'Plan ' || (i % 12),
               'Currency', (ARRAY['EUR', 'CHF', 'USD'])[1 + i % 3],
-              'EndDate', NULL,
               'CurrentPeriodEnd', '2025-02-01T00:00:00Z',
               'InvoiceNumber', 'INV-' || i,
               'TotalVat', round(i::numeric / 7 * 0.19, 2),
@@ -211,6 +220,26 @@ function queries(one, customer) {
         MONTH,
       ],
     },
+  ];
+}
+
+const RANGE = ['2026-01-01', '2026-04-01'];
+function metricQueries() {
+  const q = (name, sql, params = []) => ({ name, sql: [sql, params] });
+  return [
+    q('contract_daily', `SELECT * FROM ${S}.contract_daily`),
+    q('contract_daily, 90 days', `SELECT * FROM ${S}.contract_daily WHERE day >= $1 AND day < $2`, RANGE),
+    q('subscription_movements', `SELECT day, movement, contracts FROM ${S}.subscription_movements`),
+    q('subscription_movements, 90 days', `SELECT * FROM ${S}.subscription_movements WHERE day >= $1 AND day < $2`, RANGE),
+    q('trial_cohorts', `SELECT * FROM ${S}.trial_cohorts`),
+    q('dunning_episodes', `SELECT * FROM ${S}.dunning_episodes`),
+    q('dunning_episodes, open', `SELECT * FROM ${S}.dunning_episodes WHERE outcome = 'open'`),
+    q('payment_escalation_episodes', `SELECT * FROM ${S}.payment_escalation_episodes`),
+    q('payment_escalation_episodes, open', `SELECT * FROM ${S}.payment_escalation_episodes WHERE outcome = 'open'`),
+    q('payment_outcomes', `SELECT * FROM ${S}.payment_outcomes`),
+    q('payment_outcomes, 90 days', `SELECT * FROM ${S}.payment_outcomes WHERE day >= $1 AND day < $2`, RANGE),
+    q('pipeline_health', `SELECT * FROM ${S}.pipeline_health`),
+    q('pipeline_health, last hour', `SELECT * FROM ${S}.pipeline_health WHERE minute >= now() - interval '1 hour'`),
   ];
 }
 
@@ -344,21 +373,27 @@ try {
   say(`${N} versions over ${R} resources; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
   const generated = await generate();
   say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
-  await createOldViews();
+  if (!args['metrics-only']) await createOldViews();
   const { rows: picks } = await pool.query(
     `SELECT (SELECT resource_id FROM ${S}.resource_heads WHERE resource_type = 'Contract' AND version = 5 LIMIT 1) AS one,
             (SELECT customer_id FROM ${S}.resource_versions WHERE resource_type = 'Contract' AND customer_id IS NOT NULL LIMIT 1) AS customer`,
   );
   const results = [];
-  for (const q of queries(picks[0].one, picks[0].customer)) {
+  for (const q of args['metrics-only'] ? [] : queries(picks[0].one, picks[0].customer)) {
     const now = await time(q.now, RUNS);
     const old = OLD_RUNS > 0 ? await time(q.old, OLD_RUNS) : undefined;
     results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined });
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}`);
   }
-  const sink = M > 0 ? await loadThroughSinkAndCopy() : undefined;
+  const metricResults = [];
+  for (const q of metricQueries()) {
+    const now = await time(q.sql, RUNS);
+    metricResults.push({ query: q.name, ms: now.ms, rows: now.rows });
+    say(`${q.name}: ${now.ms} ms (${now.rows} rows)`);
+  }
+  const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio})`);
-  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, sink }, null, 2));
+  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, sink }, null, 2));
 } finally {
   if (!args.keep) for (const s of [schema, oldSchema, sinkSchema, copySchema]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
   await pool.end();

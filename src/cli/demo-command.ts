@@ -8,16 +8,12 @@ import { RESOURCE_TYPES, RESOURCE_TYPE_INFO } from '../billing-api/resource-type
 import { withoutPassword, type Config } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, quoteIdent } from '../db/pool.js';
-import { createHealth } from '../health.js';
-import { createKafka, kafkaConnection } from '../kafka/client.js';
-import { createLogger } from '../log.js';
-import { createMetrics } from '../metrics.js';
 import { startPipeline } from '../pipeline.js';
-import { createRegistry } from '../registry/registry.js';
 import { startSimulator, type Simulator } from '../simulator/simulator.js';
 import { readStackPorts } from '../stack/settings.js';
 import { stackUp } from '../stack/stack.js';
 import { cliConfig, cliEnvironment } from './cli-config.js';
+import { composeComponents } from './components.js';
 import { environmentHelp } from './env-help.js';
 
 function positive(value: string): number {
@@ -53,7 +49,8 @@ export function registerDemo(program: Command): void {
         say('1/5 using the configured services (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DATABASE_URL)');
       }
       // Quiet logs unless asked: the demo's own lines are the interface here.
-      const log = createLogger(env.LOG_LEVEL ? config.logLevel : 'error');
+      const c = composeComponents(config, { clientId: 'billing-loader-demo', logLevel: env.LOG_LEVEL ? config.logLevel : 'error' });
+      const log = c.log;
       const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader demo', log, max: 2 });
       const seed = opts.seed ?? Date.now() % 1_000_000;
       const sim = await startSimulator({
@@ -65,7 +62,7 @@ export function registerDemo(program: Command): void {
       try {
         const applied = await migrate(pool, { schema: config.databaseSchema, log });
         say(`2/5 warehouse schema '${config.databaseSchema}' migrated (${applied.applied.length} new migrations)`);
-        const metrics = createMetrics();
+        const metrics = c.metrics;
         const api = createBillingApiClient({
           ...sim.clientOptions(),
           requestsPerSecond: 40, // below the sandbox's 50/s limit: the loader never causes a 429
@@ -73,9 +70,10 @@ export function registerDemo(program: Command): void {
           logger: log,
           registry: metrics,
         });
-        const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-demo', log });
+        c.onStop(() => api.close());
         const demoConfig: Config = { ...config, ingressPort: 0 } as Config;
-        const pipeline = await startPipeline({ kafka, registry: createRegistry(config), reader: api, log, metrics, health: createHealth() }, demoConfig, { host: '127.0.0.1' });
+        const pipeline = await startPipeline({ ...c, reader: api }, demoConfig, { host: '127.0.0.1' });
+        c.onStop(() => pipeline.stop());
         sim.setWebhookUrl(`${pipeline.ingress.url}/webhooks`);
         say(`3/5 sandbox billing service at ${sim.baseUrl} (seed ${seed}) sends webhooks to the ingress at ${pipeline.ingress.url}/webhooks`);
         try {
@@ -85,8 +83,7 @@ export function registerDemo(program: Command): void {
           await drain(sim, pool, config.databaseSchema);
           await printSummary(sim, pool, config, metrics, before);
         } finally {
-          await pipeline.stop();
-          await api.close();
+          await c.stop();
         }
       } finally {
         await sim.stop();
@@ -172,5 +169,8 @@ async function printSummary(sim: Simulator, pool: pg.Pool, config: Config, metri
     for (const r of rows) say(`    ${String(r.version).padStart(7)}  ${r.valid_from.toISOString().padEnd(25)}  ${(r.deleted ? 'deleted' : (r.status ?? '')).padEnd(9)}  ${r.plan ?? ''}`);
   }
   say(`\nExplore further:  psql ${withoutPassword(config.databaseUrl)}  -c 'SELECT * FROM ${config.databaseSchema}.contract_current LIMIT 5'`);
+  // The demo ends here rather than serving the page itself: `npm start` is a run with a summary,
+  // and the dashboard reads the warehouse whether or not the pipeline runs.
+  say(`The charts of this warehouse and each contract's timeline:  npx billing-loader dashboard  then open http://localhost:${config.dashboardPort}/`);
   say('The local stack keeps running; stop it with:  npx billing-loader stack down');
 }

@@ -34,6 +34,7 @@ const COMPONENT_CODE: Partial<Record<CommandName, string[]>> = {
   sink: ['sink'],
   run: ['ingress', 'enricher', 'billing-api', 'sink'],
   backfill: ['backfill', 'billing-api'],
+  dashboard: ['dashboard'],
 };
 
 describe('environmentHelp', () => {

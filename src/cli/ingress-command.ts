@@ -1,13 +1,8 @@
 import type { Command } from 'commander';
-import { createHealth } from '../health.js';
 import { startIngress } from '../ingress/ingress.js';
-import { createKafka, kafkaConnection } from '../kafka/client.js';
-import { stopOnSignal } from '../lifecycle.js';
-import { createLogger } from '../log.js';
-import { createMetrics } from '../metrics.js';
-import { createRegistry } from '../registry/registry.js';
 import { environmentHelp } from './env-help.js';
-import { cliConfig, stopOptions } from './cli-config.js';
+import { composeComponents } from './components.js';
+import { cliConfig } from './cli-config.js';
 
 export function registerIngress(program: Command): void {
   program
@@ -17,11 +12,10 @@ export function registerIngress(program: Command): void {
     .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
     .action(async () => {
       const config = await cliConfig();
-      const log = createLogger(config.logLevel);
-      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-ingress', log });
-      const registry = createRegistry(config);
-      const running = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, config);
+      const c = composeComponents(config, { clientId: 'billing-loader-ingress' });
+      const running = await startIngress(c, config);
+      c.onStop(() => running.stop());
       console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressToken ? '/<INGRESS_TOKEN>' : ''})`);
-      process.exitCode = await stopOnSignal(running, log, undefined, stopOptions());
+      process.exitCode = await c.runUntilSignal();
     });
 }

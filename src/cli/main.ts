@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
 import { kafkaAccessError } from '../kafka/client.js';
 import { registerBackfill } from './backfill-command.js';
+import { registerDashboard } from './dashboard-command.js';
 import { registerDemo } from './demo-command.js';
 import { registerEnricher } from './enricher-command.js';
 import { registerIngress } from './ingress-command.js';
@@ -33,6 +34,7 @@ export async function main(argv: string[]): Promise<number> {
   registerRun(program);
   registerBackfill(program);
   registerRepartition(program);
+  registerDashboard(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).

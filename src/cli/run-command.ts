@@ -1,14 +1,7 @@
 import type { Command } from 'commander';
-import { createBillingApiClient } from '../billing-api/client.js';
-import { billingApiClientOptions } from '../billing-api/client-options.js';
-import { createHealth } from '../health.js';
-import { createKafka, kafkaConnection } from '../kafka/client.js';
-import { stopOnSignal } from '../lifecycle.js';
-import { createLogger } from '../log.js';
-import { createMetrics } from '../metrics.js';
 import { startPipeline } from '../pipeline.js';
-import { createRegistry } from '../registry/registry.js';
-import { cliConfig, stopOptions } from './cli-config.js';
+import { composeComponents, startOrStop } from './components.js';
+import { cliConfig } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
 
 export function registerRun(program: Command): void {
@@ -21,23 +14,15 @@ export function registerRun(program: Command): void {
     )
     .action(async () => {
       const config = await cliConfig();
-      const apiOptions = billingApiClientOptions(config);
-      const log = createLogger(config.logLevel);
-      const metrics = createMetrics();
-      const api = createBillingApiClient({ ...apiOptions, logger: log, registry: metrics });
-      const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader', log });
-      const pipeline = await startPipeline({ kafka, registry: createRegistry(config), reader: api, log, metrics, health: createHealth() }, config);
-      console.error(`run: ingress listening on port ${pipeline.ingress.port}; enricher and sink running`);
-      process.exitCode = await stopOnSignal(
-        {
-          async stop() {
-            await pipeline.stop();
-            await api.close();
-          },
-        },
-        log,
-        undefined,
-        stopOptions(),
-      );
+      const c = composeComponents(config, { clientId: 'billing-loader' });
+      const reader = c.billingApi();
+      let ingressPort = 0;
+      await startOrStop(c, async () => {
+        const pipeline = await startPipeline({ ...c, reader }, config);
+        ingressPort = pipeline.ingress.port;
+        c.onStop(() => pipeline.stop());
+      });
+      console.error(`run: ingress listening on port ${ingressPort}; enricher and sink running`);
+      process.exitCode = await c.runUntilSignal();
     });
 }

@@ -62,7 +62,7 @@ export function registerSimulate(program: Command): void {
   program
     .command('simulate')
     .description('run the sandbox billing service: token endpoint, /api/v1 resources, request limits, webhooks, and a scenario over simulated time')
-    .option('--port <port>', 'port to listen on (0: any free port)', int('a port', 0), 8090)
+    .option('--port <port>', 'port to listen on (0: any free port)', int('a port', 0), 8070)
     .option('--host <host>', 'interface to bind (the /_simulator admin endpoints are unauthenticated)', '127.0.0.1')
     .option('--webhook-url <url>', "where webhooks are POSTed (the ingress's default address)", httpUrl, 'http://127.0.0.1:8080/webhooks')
     .option('--no-webhooks', 'record events without sending them')

@@ -1,12 +1,8 @@
 import type { Command } from 'commander';
-import { createHealth } from '../health.js';
-import { stopOnSignal } from '../lifecycle.js';
-import { createLogger } from '../log.js';
-import { createMetrics } from '../metrics.js';
-import { startOpsServer } from '../ops-server.js';
 import { sinkGroupId, startSink } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
-import { cliConfig, stopOptions } from './cli-config.js';
+import { composeComponents, startOrStop } from './components.js';
+import { cliConfig } from './cli-config.js';
 
 export function registerSink(program: Command): void {
   program
@@ -19,29 +15,14 @@ export function registerSink(program: Command): void {
     )
     .action(async () => {
       const config = await cliConfig();
-      const log = createLogger(config.logLevel);
-      const health = createHealth();
-      const metrics = createMetrics();
+      const c = composeComponents(config, { clientId: 'billing-loader-sink' });
       const opsPort = config.opsPort ?? config.sinkPort;
-      const ops = await startOpsServer(opsPort, { health, metrics });
-      let sink;
-      try {
-        sink = await startSink({ log, metrics, health }, config);
-      } catch (err) {
-        await ops.stop();
-        throw err;
-      }
+      await startOrStop(c, async () => {
+        await c.serveOps(opsPort);
+        const sink = await startSink(c, config);
+        c.onStop(() => sink.stop());
+      });
       console.error(`sink: consuming as group ${sinkGroupId(config)} into schema ${config.databaseSchema}; ops on :${opsPort}`);
-      process.exitCode = await stopOnSignal(
-        {
-          async stop() {
-            await sink.stop();
-            await ops.stop();
-          },
-        },
-        log,
-        undefined,
-        stopOptions(),
-      );
+      process.exitCode = await c.runUntilSignal();
     });
 }

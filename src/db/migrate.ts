@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
@@ -6,7 +5,9 @@ import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { packageRoot } from '../package-root.js';
 import { createAnalystObjects } from '../warehouse/analyst-views.js';
+import { createMetricViews, dropMetricViews, loadMetricViewsSql } from '../warehouse/metric-views.js';
 import { loadTypedColumns } from '../warehouse/typed-columns.js';
+import { checksumMatches, migrationChecksum } from './migration-checksum.js';
 import { quoteIdent } from './pool.js';
 
 export const migrationsDir = join(packageRoot, 'migrations');
@@ -36,7 +37,7 @@ async function readMigrations(dir: string): Promise<Migration[]> {
   return Promise.all(
     files.map(async (name) => {
       const sql = await readFile(join(dir, name), 'utf8');
-      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+      return { name, sql, checksum: migrationChecksum(sql) };
     }),
   );
 }
@@ -45,11 +46,14 @@ async function readMigrations(dir: string): Promise<Migration[]> {
  * Applies `migrations/NNNN_name.sql` in order, each in its own transaction with `search_path`
  * set to the target schema, recording each in `<schema>.schema_migrations`. A transaction-level
  * advisory lock per schema makes concurrent runs wait for each other instead of racing; a file
- * that changed after it was applied is refused (migrations are append-only).
+ * whose statements changed after it was applied is refused (migrations are append-only; comments
+ * may be reworded).
  *
  * Then, in one more transaction under the same lock, the analyst views and functions are
  * recreated from the typed column mapping: they are derived, not history, so every run may
- * replace them, and a user extends the mapping by editing it and migrating again.
+ * replace them, and a user extends the mapping by editing it and migrating again. The metric views
+ * (warehouse/metric-views.sql) read those views: they are dropped before and created after them
+ * in the same transaction, so a mapping change never fails on them and never leaves them missing.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
@@ -69,7 +73,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
       for (const m of migrations) {
         const applied = done.get(m.name);
         if (applied !== undefined) {
-          if (applied !== m.checksum) {
+          if (!checksumMatches(m.name, applied, m.sql)) {
             throw new UserError(`migration ${m.name} was changed after it was applied to schema ${options.schema}; migrations are append-only: add a new file instead`);
           }
           result.alreadyApplied.push(m.name);
@@ -89,12 +93,15 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         result.applied.push(m.name);
       }
       const typed = await loadTypedColumns(options.typedColumnsFile);
+      const metrics = await loadMetricViewsSql();
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL search_path TO ${schema}, public`);
+        await dropMetricViews(client, options.schema, metrics.views);
         const objects = await createAnalystObjects(client, options.schema, typed);
+        await createMetricViews(client, options.schema, metrics);
         await client.query('COMMIT');
-        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length });
+        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length });
       } catch (err) {
         await client.query('ROLLBACK');
         throw err;

@@ -1,6 +1,6 @@
 import type { EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { resourceKey } from '../billing-api/resource-types.js';
-import { LoaderError, classifyRegistryError, errorMessage } from '../errors.js';
+import { LoaderError, UnknownSchemaIdError, classifyRegistryError, errorMessage, unknownSchemaId } from '../errors.js';
 import { createIdempotentProducer } from '../kafka/producers.js';
 import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
@@ -41,6 +41,9 @@ export interface RouterDeps {
  * request and its bookkeeping, however few webhooks it holds.
  */
 const ROUTER_MIN_BYTES = 64 * 1024;
+
+/** Readiness condition set while webhooks cannot be decoded for want of the registry (cleared by the next routed batch). */
+export const DECODE_CONDITION = 'enricher.webhook-decode';
 const ROUTER_WAIT_MS = 20;
 
 export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<void> }> {
@@ -64,6 +67,8 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
     await old.disconnect().catch(() => undefined);
   };
   const commits = createCommitThrottle(deps.log);
+  // Partitions held for want of the registry, with why: not ready until every one is routed again.
+  const held = new Map<number, string>();
   const handleBatch = async (payload: EachBatchPayload) => {
     const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
     const requests: { key: string; value: Buffer }[] = [];
@@ -79,7 +84,17 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
         // that does not know a well-framed record's schema id (a wrong SCHEMA_REGISTRY_URL), is no
         // fault of the webhooks, and dead-lettering them would lose them.
         if (failure !== 'bad-record') {
-          throw new LoaderError(`${failure === 'transient' ? 'schema registry unavailable' : 'schema registry does not know the schema id'} while decoding webhooks, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition, offset: message.offset } });
+          const where = { topic: batch.topic, partition: batch.partition, offset: message.offset };
+          if (failure === 'configuration') {
+            const unknown = new UnknownSchemaIdError(unknownSchemaId(err, message.value as Buffer) ?? (message.value as Buffer).readInt32BE(1), err, where);
+            held.set(batch.partition, unknown.message);
+            deps.health.setCondition(DECODE_CONDITION, unknown.message);
+            deps.log.error('schema registry does not know the schema id of a webhook, holding the batch', { ...where, schemaId: unknown.schemaId, err: errorMessage(err) });
+            throw new LoaderError(`${unknown.message}; the batch will be read again`, { retriable: true, context: where });
+          }
+          held.set(batch.partition, `schema registry unavailable while decoding webhooks: ${errorMessage(err)}`);
+          deps.health.setCondition(DECODE_CONDITION, held.get(batch.partition));
+          throw new LoaderError(`schema registry unavailable while decoding webhooks, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: where });
         }
         letters.push(deadLetterFor(deps.topics.webhooksDlq, batch.topic, batch.partition, message, 'decode', err instanceof Error ? err.message : String(err)));
         continue;
@@ -113,6 +128,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
       // No `cause`: kafkajs decides on a restart from the root cause's own retriable flag.
       throw new LoaderError(`fetch requests not written, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
     }
+    if (held.delete(batch.partition)) deps.health.setCondition(DECODE_CONDITION, held.values().next().value);
     if (letters.length > 0) deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
     resolveOffset(batch.lastOffset());
     await commits.commit(payload);

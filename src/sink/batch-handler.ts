@@ -1,17 +1,16 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type pg from 'pg';
-import { errorMessage } from '../errors.js';
+import { UnknownSchemaIdError, errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import type { TopicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
-import { backoffDelayMs } from '../retry.js';
+import { retry } from '../retry.js';
 import { writeBatch, type BatchOutcome } from './batch-writer.js';
 import type { CommitThrottle } from '../kafka/commit-throttle.js';
 import type { DeadLetterWriter } from '../kafka/dead-letters.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
-import { UnknownSchemaIdError, decodeBatch } from './decode-batch.js';
+import { decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
 
 export interface BatchHandlerContext {
@@ -39,7 +38,9 @@ export const WRITE_CONDITION = 'sink-writes';
  * partition; every step is idempotent, so a retry after a partial success (a COMMIT whose answer
  * was lost, dead letters sent before a crash) writes nothing twice in the warehouse. If the sink
  * stops or loses the partition while retrying, the batch is left uncommitted and will be
- * delivered again to whoever owns the partition next.
+ * delivered again to whoever owns the partition next. The retries are the shared `retry` helper's,
+ * so a programmer error (a TypeError and kin) is not retried in place: the batch fails, the
+ * consumer is replaced (src/kafka/supervised-consumer.ts) and the bug is in the log at once.
  */
 export function createBatchHandler(ctx: BatchHandlerContext) {
   return async function eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -51,9 +52,11 @@ export function createBatchHandler(ctx: BatchHandlerContext) {
     const where = { topic: batch.topic, partition: batch.partition, firstOffset: batch.firstOffset(), lastOffset: last.offset };
     ctx.metrics.batchSize.observe({ topic: kind }, batch.messages.length);
 
-    for (let attempt = 0; ; attempt++) {
-      if (!isRunning() || isStale() || ctx.stopping.aborted) return;
-      try {
+    const written = await retry(
+      async (_bail, attempt) => {
+        // Heartbeats keep the partition assigned through a long outage; a rebalance ends the wait.
+        if (attempt > 0) await heartbeat();
+        if (!isRunning() || isStale() || ctx.stopping.aborted) return false;
         const decoded = await decodeBatch(ctx.registry, kind, batch.topic, batch.partition, batch.messages, dlqTopic);
         const started = performance.now();
         const outcome = await writeBatch(ctx.pool, ctx.schema, decoded.snapshots, decoded.webhooks);
@@ -61,22 +64,34 @@ export function createBatchHandler(ctx: BatchHandlerContext) {
         const letters = [...decoded.letters, ...refusalLetters(outcome, batch.messages, dlqTopic)];
         if (letters.length > 0) await ctx.deadLetters.send(letters);
         report(ctx, outcome, letters, where);
-        break;
-      } catch (err) {
-        const delayMs = backoffDelayMs(attempt, 200, 10_000);
-        ctx.metrics.databaseRetries.inc({ reason: reasonOf(err) });
-        if (err instanceof UnknownSchemaIdError) {
-          ctx.health.setCondition(WRITE_CONDITION, err.message);
-          ctx.log.error('schema registry does not know the schema id of a record, holding the batch', { ...where, offset: err.context.offset, schemaId: err.schemaId, attempt, delayMs, err: errorMessage(err.cause) });
-        } else {
-          ctx.health.setCondition(WRITE_CONDITION, `batch write failing, retrying: ${errorMessage(err)}`);
-          (attempt === 0 ? ctx.log.warn : ctx.log.error)('sink batch failed, retrying', { ...where, attempt, delayMs, err });
-        }
-        await sleep(delayMs, undefined, { signal: ctx.stopping }).catch(() => undefined);
-        // Heartbeats keep the partition assigned through a long outage; a rebalance ends the wait.
-        await heartbeat();
-      }
-    }
+        return true;
+      },
+      {
+        // Until it succeeds or the sink stops: a batch is never skipped (records that can never
+        // be written go to the DLQ inside the attempt, so what fails here is the database, the
+        // broker or the registry, and waiting for them is the only way not to lose anything).
+        attempts: Infinity,
+        minDelayMs: 200,
+        maxDelayMs: 10_000,
+        shouldRetry: () => true,
+        signal: ctx.stopping,
+        onRetry: (err, attempt, delayMs) => {
+          ctx.metrics.databaseRetries.inc({ reason: reasonOf(err) });
+          if (err instanceof UnknownSchemaIdError) {
+            ctx.health.setCondition(WRITE_CONDITION, err.message);
+            ctx.log.error('schema registry does not know the schema id of a record, holding the batch', { ...where, offset: err.context.offset, schemaId: err.schemaId, attempt, delayMs, err: errorMessage(err.cause) });
+          } else {
+            ctx.health.setCondition(WRITE_CONDITION, `batch write failing, retrying: ${errorMessage(err)}`);
+            (attempt === 1 ? ctx.log.warn : ctx.log.error)('sink batch failed, retrying', { ...where, attempt, delayMs, err });
+          }
+        },
+      },
+    ).catch((err: unknown) => {
+      // Stopped while waiting to try again: the batch stays uncommitted for the partition's next owner.
+      if (ctx.stopping.aborted) return false;
+      throw err;
+    });
+    if (!written) return;
     ctx.health.setCondition(WRITE_CONDITION, undefined);
     // Offsets move only after the database COMMIT and the dead letters (the at-least-once edge).
     resolveOffset(last.offset);

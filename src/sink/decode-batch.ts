@@ -1,5 +1,5 @@
 import type { KafkaMessage } from 'kafkajs';
-import { LoaderError, classifyRegistryError, errorMessage, unknownSchemaId } from '../errors.js';
+import { LoaderError, UnknownSchemaIdError, classifyRegistryError, errorMessage, unknownSchemaId } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { InvalidRecordError, toSnapshotRow, toWebhookRow, type SnapshotRow, type WebhookRow } from './records.js';
@@ -10,21 +10,6 @@ export interface DecodedBatch {
   snapshots: SnapshotRow[];
   webhooks: WebhookRow[];
   letters: DeadLetter[];
-}
-
-/**
- * The registry answered 404 for the schema id of a well-framed record: a configuration problem
- * (wrong SCHEMA_REGISTRY_URL, a wiped registry). Dead-lettering would empty the topics into the
- * DLQ with their offsets committed, so the batch is held and retried until the registry knows the id.
- */
-export class UnknownSchemaIdError extends LoaderError {
-  constructor(
-    readonly schemaId: number,
-    cause: unknown,
-    context: { topic: string; partition: number; offset: string },
-  ) {
-    super(`the schema registry does not know schema id ${schemaId} (a wrong SCHEMA_REGISTRY_URL or a wiped registry?); records held, nothing committed`, { retriable: true, cause, context });
-  }
 }
 
 /**

@@ -24,6 +24,7 @@ it('the demo plays a scenario through the whole pipeline and prints a summary wi
   expect(summary('webhooks delivered and acknowledged')).toBeGreaterThan(0);
   expect(summary('versions written')).toBeGreaterThan(0);
   expect(summary('records sent to a DLQ')).toBe(0);
+  expect(result.stdout).toContain('npx billing-loader dashboard  then open http://localhost:8090/');
   const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteIdent(config.databaseSchema)}.resource_versions`);
   // At least what the summary counted (it is printed once the pipeline drained).
   expect(Number(rows[0]?.n)).toBeGreaterThanOrEqual(summary('versions written'));

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteIdent } from '../../src/db/pool.js';
+import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
 import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
 import { runCli } from '../helpers/cli.js';
 import { testConfig } from '../helpers/environment.js';
@@ -66,6 +67,9 @@ describe('replay --rebuild', () => {
     }
     // Every view and function of the analyst layer answers the same (typed columns, changes, as_of, heads).
     expect(await h.analystDifferences(a, b)).toEqual([]);
+    // The metric views are recreated with them (migrate on the fresh schema), and compared above.
+    const views = await h.pool.query<{ v: string }>(`SELECT table_name AS v FROM information_schema.views WHERE table_schema = $1`, [h.schema]);
+    expect(views.rows.map((r) => r.v)).toEqual(expect.arrayContaining([...METRIC_VIEWS]));
     // The rebuilt warehouse carries its grants, triggers and migration record.
     const grants = await h.pool.query(`SELECT has_table_privilege($1, $2, 'SELECT') AS r`, [ANALYST_ROLE, `${a}.order_history`]);
     expect(grants.rows[0].r).toBe(true);

@@ -4,6 +4,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { asOfFunction, changesView } from '../../src/warehouse/analyst-views.js';
+import { loadMetricViewsSql } from '../../src/warehouse/metric-views.js';
 import { ANALYST_ROLE, WRITER_ROLE, currentView, historyView } from '../../src/warehouse/resource-types.js';
 import { testConfig, uniqueSuffix } from '../helpers/environment.js';
 
@@ -93,7 +94,8 @@ describe('warehouse roles', () => {
 
   it('the analyst reads every view and <t>_as_of function of the analyst layer, and no table but webhook_events', async () => {
     const views = await pool.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.views WHERE table_schema = $1 ORDER BY 1`, [config.databaseSchema]);
-    const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)])].sort();
+    const metricViews = (await loadMetricViewsSql()).views;
+    const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)]), ...metricViews].sort();
     expect(views.rows.map((r) => r.name)).toEqual(expected);
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
     expect(tables.rows.map((r) => r.name)).toEqual(['resource_heads', 'resource_versions', 'schema_migrations', 'webhook_events']);

@@ -1,0 +1,91 @@
+import type { Kafka } from 'kafkajs';
+import type { Registry as MetricsRegistry } from 'prom-client';
+import { createBillingApiClient, type BillingApiClient } from '../billing-api/client.js';
+import { billingApiClientOptions } from '../billing-api/client-options.js';
+import type { Config } from '../config.js';
+import { createHealth, type Health } from '../health.js';
+import { createKafka, kafkaConnection } from '../kafka/client.js';
+import { stopOnSignal } from '../lifecycle.js';
+import { createLogger, type Logger, type LogLevel } from '../log.js';
+import { createMetrics } from '../metrics.js';
+import { startOpsServer } from '../ops-server.js';
+import { createRegistry, type Registry } from '../registry/registry.js';
+import { stopOptions } from './cli-config.js';
+
+/**
+ * What a long-running command is made of, built in one place: the logger, metrics and health
+ * every stage reports to, the Kafka client and schema registry it talks through, the billing API
+ * client when it reads the API, the ops server, and the order things stop in. `ingress`,
+ * `enricher`, `sink`, `run` and `demo` all compose their stages from it, so they log, measure,
+ * answer probes and shut down the same way.
+ */
+export interface Components {
+  config: Config;
+  log: Logger;
+  metrics: MetricsRegistry;
+  health: Health;
+  kafka: Kafka;
+  registry: Registry;
+  /** The billing API client, created on first use (its settings are checked then: call it before starting anything). */
+  billingApi(): BillingApiClient;
+  /** Serves GET /healthz, /readyz and /metrics on `port` until the components stop. */
+  serveOps(port: number): Promise<void>;
+  /** Something to stop when the process stops; stopped in the reverse order of registration. */
+  onStop(stop: () => Promise<void>): void;
+  /** Stops everything registered, last registered first (also after a failed start). */
+  stop(): Promise<void>;
+  /** Runs until SIGTERM/SIGINT (or the npx parent exits), then stops everything; resolves to the exit code. */
+  runUntilSignal(): Promise<number>;
+}
+
+export function composeComponents(config: Config, options: { clientId: string; logLevel?: LogLevel }): Components {
+  const log = createLogger(options.logLevel ?? config.logLevel);
+  const metrics = createMetrics();
+  const health = createHealth();
+  const stops: (() => Promise<void>)[] = [];
+  let api: BillingApiClient | undefined;
+  const components: Components = {
+    config,
+    log,
+    metrics,
+    health,
+    kafka: createKafka({ ...kafkaConnection(config), clientId: options.clientId, log }),
+    registry: createRegistry(config),
+    billingApi() {
+      if (!api) {
+        // Fails early, naming a missing BILLING_* variable.
+        const client = createBillingApiClient({ ...billingApiClientOptions(config), logger: log, registry: metrics });
+        api = client;
+        stops.push(() => client.close());
+      }
+      return api;
+    },
+    async serveOps(port) {
+      const ops = await startOpsServer(port, { health, metrics });
+      stops.push(() => ops.stop());
+    },
+    onStop(stop) {
+      stops.push(stop);
+    },
+    async stop() {
+      while (stops.length > 0) await stops.pop()?.();
+    },
+    runUntilSignal() {
+      return stopOnSignal({ stop: () => components.stop() }, log, undefined, stopOptions());
+    },
+  };
+  return components;
+}
+
+/**
+ * Starts a command's stages with `start`; if that fails, what was already started (the ops
+ * server, the API client) is stopped before the error goes on to the CLI's one-line report.
+ */
+export async function startOrStop(components: Components, start: () => Promise<void>): Promise<void> {
+  try {
+    await start();
+  } catch (err) {
+    await components.stop().catch(() => undefined);
+    throw err;
+  }
+}

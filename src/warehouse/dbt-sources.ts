@@ -1,0 +1,268 @@
+import { RESOURCE_TYPES, RESOURCE_TYPE_INFO, type ResourceType } from '../billing-api/resource-types.js';
+import { baseColumns, type TypedColumns } from './typed-columns.js';
+
+/**
+ * The dbt package's source definitions (analytics/dbt/models/sources/billing.yml), rendered from
+ * the typed column mapping so that the columns and descriptions dbt documents are the ones
+ * `migrate` creates. src/warehouse/dbt-sources.test.ts keeps the committed file equal to this.
+ */
+
+export interface Column {
+  name: string;
+  description: string;
+  /** dbt data test entries, already in YAML flow form (`not_null`, `unique`, ...). */
+  tests?: string[];
+}
+
+export interface Table {
+  name: string;
+  description: string;
+  columns: Column[];
+  tests?: string[];
+}
+
+const COMMON: Record<string, string> = {
+  resource_id: 'The resource\'s id in the billing service.',
+  version: 'Version number of the resource: 1, 2, 3, ... gap-free, in fetch order.',
+  valid_from: 'When the loader read this state from the API (after the real change by the webhook\'s delay: seconds, up to about two days).',
+  valid_to: 'valid_from of the next version; null for the latest.',
+  is_current: 'True for the latest version of the resource.',
+  deleted: 'True when the API answered 404 for a resource that had existed (body is null).',
+  body: 'The state as fetched, as JSON (property names as the service sent them).',
+  content_hash: 'Hash of the canonical JSON of the body: consecutive versions never share it.',
+  source_event_id: 'The webhook that caused the fetch; null for backfill and reconciliation versions.',
+  source_event: 'That webhook\'s event name.',
+  customer_id: 'The contract\'s customer (the body\'s CustomerId, in any letter case).',
+  notified_at: 'Earliest ingress receipt among the webhooks that led to this version; null for backfill and reconciliation.',
+  loaded_at: 'When the version was written to the warehouse (a rebuild changes it).',
+};
+
+/** Columns of the typed mapping that have a known set of values in the sandbox scenario. */
+const VALUE_TESTS: Partial<Record<ResourceType, Record<string, string[]>>> = {
+  Contract: {
+    // Upstream data, not ours: a status the service adds later warns instead of failing the build.
+    status: ["accepted_values: { arguments: { values: ['InTrial', 'Active', 'Ended'] }, config: { severity: warn } }"],
+  },
+};
+
+function typedDescription(key: string, type: string): string {
+  return `The body's \`${key}\` (any letter case) as ${type}; null when absent, JSON null or not castable to ${type}.`;
+}
+
+function typeTables(type: ResourceType, typed: TypedColumns): Table[] {
+  const t = RESOURCE_TYPE_INFO[type].table;
+  const label = t.replace(/_/g, ' ');
+  const columns = (): Column[] => [
+    ...baseColumns(type).map((name) => ({
+      name,
+      description: COMMON[name] ?? '',
+      tests: ['resource_id', 'version', 'valid_from', 'is_current', 'deleted'].includes(name) ? ['not_null'] : [],
+    })),
+    ...typed[type].map((c) => ({ name: c.column, description: typedDescription(c.key, c.type), tests: VALUE_TESTS[type]?.[c.column] ?? [] })),
+  ];
+  const current = columns();
+  const idColumn = current.find((c) => c.name === 'resource_id');
+  if (idColumn) idColumn.tests = ['not_null', 'unique'];
+  return [
+    {
+      name: `${t}_history`,
+      description: `Every stored version of every ${label}, one row per version.`,
+      columns: columns(),
+      tests: ["unique_combination: { arguments: { columns: ['resource_id', 'version'] } }"],
+    },
+    { name: `${t}_current`, description: `The latest version of each ${label} that is not deleted.`, columns: current },
+    {
+      name: `${t}_changes`,
+      description: `One row per changed top-level field per version of a ${label}, against its previous version (version 1 gives no row).`,
+      columns: [
+        { name: 'resource_id', description: COMMON.resource_id!, tests: ['not_null'] },
+        { name: 'version', description: 'The version that made the change.', tests: ['not_null'] },
+        { name: 'valid_from', description: COMMON.valid_from!, tests: ['not_null'] },
+        { name: 'field', description: 'The top-level key, in lower case.', tests: ['not_null'] },
+        { name: 'old_value', description: 'The JSON value before; SQL null when the key was absent.' },
+        { name: 'new_value', description: 'The JSON value after; SQL null when the key is absent.' },
+        { name: 'source_event_id', description: COMMON.source_event_id! },
+        { name: 'source_event', description: COMMON.source_event! },
+      ],
+      tests: ["unique_combination: { arguments: { columns: ['resource_id', 'version', 'field'] } }"],
+    },
+  ];
+}
+
+const SHARED_TABLES: Table[] = [
+  {
+    name: 'resource_latest',
+    description: 'The latest version of every resource, deleted ones included.',
+    columns: [
+      { name: 'resource_type', description: 'The billing service\'s type name (Contract, Customer, ...).', tests: ['not_null'] },
+      { name: 'resource_id', description: COMMON.resource_id!, tests: ['not_null'] },
+      { name: 'version', description: 'The latest version number.', tests: ['not_null'] },
+      { name: 'valid_from', description: COMMON.valid_from!, tests: ['not_null'] },
+      { name: 'deleted', description: COMMON.deleted!, tests: ['not_null'] },
+    ],
+    tests: ["unique_combination: { arguments: { columns: ['resource_type', 'resource_id'] } }"],
+  },
+  {
+    name: 'webhook_events',
+    description: 'One row per webhook the ingress accepted (redeliveries with the same id once).',
+    columns: [
+      { name: 'event_id', description: 'The webhook\'s id.', tests: ['not_null', 'unique'] },
+      { name: 'event', description: 'The event name (ContractCreated, PaymentFailed, ...).', tests: ['not_null'] },
+      { name: 'received_at', description: 'When the ingress accepted it.', tests: ['not_null'] },
+      { name: 'payload', description: 'The webhook as received.', tests: ['not_null'] },
+    ],
+  },
+  {
+    name: 'typed_column_errors',
+    description: 'Per type and typed column, the versions whose value is present but does not cast. Reads the whole history: an operator\'s check, not a dashboard query. Empty when every value casts.',
+    columns: [
+      { name: 'resource', description: 'The type\'s warehouse name (contract, customer, ...).' },
+      { name: 'column_name', description: 'The typed column.' },
+      { name: 'json_key', description: 'The body key it reads.' },
+      { name: 'sql_type', description: 'The declared SQL type.' },
+      { name: 'versions', description: 'How many versions hold a value that does not cast.' },
+      { name: 'first_valid_from', description: 'The first such version\'s valid_from.' },
+      { name: 'last_valid_from', description: 'The last such version\'s valid_from.' },
+      { name: 'last_resource_id', description: 'The resource of the last such version.' },
+    ],
+  },
+];
+
+const OUTCOMES = (values: string[]) => `accepted_values: { arguments: { values: [${values.map((v) => `'${v}'`).join(', ')}] } }`;
+
+const EPISODE_COLUMNS = (kind: 'dunning' | 'escalation'): Column[] => [
+  { name: 'episode_id', description: 'The episode\'s id.', tests: ['not_null', 'unique'] },
+  kind === 'dunning'
+    ? { name: 'dunning_id', description: 'The dunning resource the episode belongs to.', tests: ['not_null'] }
+    : { name: 'process_id', description: 'The payment escalation process the episode belongs to.', tests: ['not_null'] },
+  { name: 'contract_id', description: 'The contract in arrears.' },
+  { name: 'customer_id', description: 'Its customer.' },
+  { name: 'started_at', description: 'When the episode started.', tests: ['not_null'] },
+  { name: 'ended_at', description: 'When it ended; null while open.' },
+  ...(kind === 'dunning'
+    ? [
+        { name: 'max_level', description: 'The highest dunning level reached.' },
+        { name: 'levels_reached', description: 'The dunning levels reached, in order.' },
+      ]
+    : [
+        { name: 'max_trigger_days', description: 'The highest TriggerDays reached.' },
+        { name: 'trigger_days_reached', description: 'The TriggerDays steps reached, in order.' },
+      ]),
+  { name: 'outcome', description: 'paid, reset or open.', tests: ['not_null', OUTCOMES(['paid', 'reset', 'open'])] },
+  { name: 'duration', description: 'ended_at - started_at; null while open.' },
+  ...(kind === 'dunning' ? [{ name: 'dunning_ids', description: 'Every dunning document of the episode.' }] : []),
+];
+
+/** The metric views of `billing-loader migrate`: a source of their own, so a build can leave them out. */
+export const METRIC_TABLES: Table[] = [
+  {
+    name: 'contract_daily',
+    description: 'Per day and plan, how many contracts were in trial, active, cancelled but still running, ended.',
+    columns: [
+      { name: 'day', description: 'The day.', tests: ['not_null'] },
+      { name: 'plan_id', description: 'The plan.' },
+      { name: 'in_trial', description: 'Contracts in trial that day.', tests: ['not_null'] },
+      { name: 'active', description: 'Active contracts (not cancelled) that day.', tests: ['not_null'] },
+      { name: 'cancelled_running', description: 'Cancelled contracts still running until their end date.', tests: ['not_null'] },
+      { name: 'ended', description: 'Ended contracts.', tests: ['not_null'] },
+    ],
+    tests: ["unique_combination: { arguments: { columns: ['day', 'plan_id'] } }"],
+  },
+  {
+    name: 'subscription_movements',
+    description: 'Per day and kind of movement, how many contracts moved, and which.',
+    columns: [
+      { name: 'day', description: 'The day.', tests: ['not_null'] },
+      {
+        name: 'movement',
+        description: 'new, trial_conversion, upgrade, downgrade, cancellation, reactivation or churn.',
+        tests: ['not_null', OUTCOMES(['new', 'trial_conversion', 'upgrade', 'downgrade', 'cancellation', 'reactivation', 'churn'])],
+      },
+      { name: 'contracts', description: 'How many contracts.', tests: ['not_null'] },
+      { name: 'contract_ids', description: 'Their ids.' },
+    ],
+    tests: ["unique_combination: { arguments: { columns: ['day', 'movement'] } }"],
+  },
+  {
+    name: 'trial_cohorts',
+    description: 'Per month of trial start, how many trials started and how many converted to paid.',
+    columns: [
+      { name: 'cohort_month', description: 'First day of the month the trials started.', tests: ['not_null', 'unique'] },
+      { name: 'trials', description: 'Trials started.', tests: ['not_null'] },
+      { name: 'converted', description: 'Of those, converted to paid.', tests: ['not_null'] },
+      { name: 'conversion_rate', description: 'converted / trials.' },
+      { name: 'still_in_trial', description: 'Not converted and the trial not over yet.' },
+    ],
+  },
+  { name: 'dunning_episodes', description: 'One row per dunning episode: from the first dunning level to payment, reset, or still open.', columns: EPISODE_COLUMNS('dunning') },
+  {
+    name: 'payment_escalation_episodes',
+    description: 'One row per payment escalation episode: from the first escalation step to payment, reset, or still open.',
+    columns: EPISODE_COLUMNS('escalation'),
+  },
+  {
+    name: 'payment_outcomes',
+    description: 'Per day, provider and currency, payments succeeded and failed, counts and amounts.',
+    columns: [
+      { name: 'day', description: 'The day.', tests: ['not_null'] },
+      { name: 'provider', description: 'The payment provider.' },
+      { name: 'currency', description: 'The currency.' },
+      { name: 'succeeded', description: 'Payments that succeeded.', tests: ['not_null'] },
+      { name: 'failed', description: 'Payments that failed.', tests: ['not_null'] },
+      { name: 'succeeded_amount', description: 'Their amount.' },
+      { name: 'failed_amount', description: 'Their amount.' },
+    ],
+    tests: ["unique_combination: { arguments: { columns: ['day', 'provider', 'currency'] } }"],
+  },
+  {
+    name: 'pipeline_health',
+    description: 'Per minute: webhooks received, versions loaded, freshness (webhook receipt to load) percentiles, dead letters.',
+    columns: [
+      { name: 'minute', description: 'The minute.', tests: ['not_null', 'unique'] },
+      { name: 'webhooks', description: 'Webhooks received.' },
+      { name: 'versions', description: 'Versions loaded.' },
+      { name: 'freshness_p50_s', description: 'Median seconds from webhook receipt to the version\'s load.' },
+      { name: 'freshness_p99_s', description: '99th percentile of the same.' },
+      { name: 'dead_letters', description: 'Records sent to a dead-letter topic.' },
+    ],
+  },
+];
+
+const q = (s: string) => JSON.stringify(s);
+
+function renderTables(tables: Table[]): string[] {
+  const out: string[] = [];
+  for (const table of tables) {
+    out.push(`      - name: ${table.name}`, `        description: ${q(table.description)}`);
+    if (table.tests?.length) out.push('        data_tests:', ...table.tests.map((t) => `          - ${t}`));
+    out.push('        columns:');
+    for (const c of table.columns) {
+      out.push(`          - name: ${c.name}`, `            description: ${q(c.description)}`);
+      if (c.tests?.length) out.push('            data_tests:', ...c.tests.map((t) => `              - ${t}`));
+    }
+  }
+  return out;
+}
+
+export function renderDbtSources(typed: TypedColumns): string {
+  const schema = `"{{ var('billing_schema') }}"`;
+  return [
+    '# Generated from warehouse/typed-columns.json by src/warehouse/dbt-sources.ts: do not edit by hand.',
+    '# After changing the mapping: npx vitest run src/warehouse/dbt-sources.test.ts -u',
+    'version: 2',
+    '',
+    'sources:',
+    '  - name: billing',
+    '    description: "The public views of the billing-loader warehouse (docs/CONTRACT.md section 5)."',
+    `    schema: ${schema}`,
+    '    tables:',
+    ...renderTables([...RESOURCE_TYPES.flatMap((t) => typeTables(t, typed)), ...SHARED_TABLES]),
+    '',
+    '  - name: billing_metrics',
+    '    description: "The metric views `billing-loader migrate` creates over the history, in the same schema."',
+    `    schema: ${schema}`,
+    '    tables:',
+    ...renderTables(METRIC_TABLES),
+    '',
+  ].join('\n');
+}

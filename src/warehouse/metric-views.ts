@@ -1,0 +1,60 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { quoteIdent } from '../db/pool.js';
+import { UserError } from '../errors.js';
+import { packageRoot } from '../package-root.js';
+import { ANALYST_ROLE, WRITER_ROLE } from './resource-types.js';
+
+/** The metric views' SQL (shipped in the package): one CREATE VIEW per view, helpers first. */
+export const metricViewsFile = join(packageRoot, 'warehouse', 'metric-views.sql');
+
+/** The public metric views (docs/CONTRACT.md section 7), in the file's order. */
+export const METRIC_VIEWS = ['contract_daily', 'subscription_movements', 'trial_cohorts', 'dunning_episodes', 'payment_escalation_episodes', 'payment_outcomes', 'pipeline_health'] as const;
+
+const CREATE_VIEW = /^CREATE VIEW ([a-z_][a-z0-9_]*) AS/gm;
+
+export interface MetricViewsSql {
+  sql: string;
+  /** Every view the file creates, helpers (metric_*) included, in its order. */
+  views: string[];
+}
+
+export async function loadMetricViewsSql(file = metricViewsFile): Promise<MetricViewsSql> {
+  const sql = await readFile(file, 'utf8');
+  return { sql, views: [...sql.matchAll(CREATE_VIEW)].map((m) => m[1]!) };
+}
+
+/**
+ * Drops the metric views (and their helpers) inside the caller's transaction. They read the
+ * typed-column views, which migrate may DROP and CREATE when the mapping changes: they go first.
+ * Helpers an earlier release created and the file no longer has (metric_*) go too, or one of
+ * them would block that DROP.
+ */
+export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[]): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname LIKE 'metric\\_%'`, [schema]);
+  const names = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])].map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`);
+  await client.query(`DROP VIEW IF EXISTS ${names.join(', ')}`);
+}
+
+/**
+ * Creates the metric views from the file inside the caller's transaction (search_path set to
+ * the schema), after the analyst views they read, and grants SELECT on each to both roles, the
+ * helpers too: an analyst may reuse a definition, as with every other view of the schema.
+ */
+export async function createMetricViews(client: pg.PoolClient, schema: string, metrics: MetricViewsSql): Promise<void> {
+  const missing = METRIC_VIEWS.filter((v) => !metrics.views.includes(v));
+  if (missing.length > 0) throw new UserError(`warehouse/metric-views.sql does not create ${missing.join(', ')}`);
+  try {
+    await client.query(metrics.sql);
+  } catch (err) {
+    // 42703: the typed column mapping no longer has a column the metric views read.
+    if ((err as { code?: string }).code === '42703') {
+      throw new UserError(`the metric views (warehouse/metric-views.sql) read a typed column the mapping no longer has: ${(err as Error).message}; keep it in the mapping`);
+    }
+    throw err;
+  }
+  for (const view of metrics.views) {
+    await client.query(`GRANT SELECT ON ${quoteIdent(schema)}.${quoteIdent(view)} TO ${ANALYST_ROLE}, ${WRITER_ROLE}`);
+  }
+}

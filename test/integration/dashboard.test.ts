@@ -1,0 +1,287 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { startDashboard, type RunningDashboard } from '../../src/dashboard/dashboard-server.js';
+import { quoteIdent } from '../../src/db/pool.js';
+import { createHealth } from '../../src/health.js';
+import { createLogger, silentLogger } from '../../src/log.js';
+import { packageRoot } from '../../src/package-root.js';
+import { runCli } from '../helpers/cli.js';
+import { uniqueSuffix } from '../helpers/environment.js';
+import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { freePort } from './ingress-harness.js';
+
+/**
+ * `billing-loader dashboard` against the sandbox scenario's warehouse (read-only): its JSON
+ * endpoints' refusals, its analyst-only access, and the page itself in Debian's chromium, whose
+ * charts must show what the metric views hold.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const CHARTS = ['chart-status', 'chart-plan', 'chart-movements', 'chart-cohorts', 'chart-episodes', 'chart-payments', 'chart-pipeline'];
+
+let dashboard: RunningDashboard;
+let direct: pg.Pool;
+let s: string;
+let schema: string;
+
+beforeAll(async () => {
+  const wh = await scenarioWarehouse();
+  schema = wh.schema;
+  s = quoteIdent(wh.schema);
+  direct = new pg.Pool({ connectionString: wh.databaseUrl, max: 2 });
+  const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: wh.schema, LOG_LEVEL: 'warn' });
+  dashboard = await startDashboard({ log: createLogger('warn'), health: createHealth() }, config, { host: '127.0.0.1', port: 0 });
+});
+afterAll(async () => {
+  await dashboard?.stop();
+  await direct?.end();
+});
+
+const get = async (path: string) => {
+  const res = await fetch(`${dashboard.url}${path}`);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+const one = async <T>(sql: string, params: unknown[] = []): Promise<T> => (await direct.query(sql, params)).rows[0] as T;
+
+describe('dashboard HTTP', () => {
+  it('answers /healthz, and /readyz once the warehouse answers to the analyst role', async () => {
+    expect(await get('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+  });
+
+  it.each([
+    ['/api/movements?from=2025-13-01&to=2025-12-31', 'from'],
+    ['/api/movements?from=2025-02-30&to=2025-12-31', 'from'],
+    ['/api/contract-daily?from=2025-01-01', 'to'],
+    ['/api/payments?from=2025-03-01&to=2025-02-01', 'to'],
+    ['/api/episodes?from=1990-01-01&to=2025-01-01', 'to'],
+    ["/api/trial-cohorts?from=2025-01-01'--&to=2025-02-01", 'from'],
+    ['/api/timeline?id=abc%27%3B%20drop', 'id'],
+    ['/api/timeline', 'id'],
+    ['/api/timeline?id=a&id=b', 'id'],
+  ])('answers %s with 400 naming %s', async (path, parameter) => {
+    const { status, body } = await get(path);
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ error: 'bad-request', parameter });
+    expect(body.message).toMatch(new RegExp(`^${parameter}: `));
+  });
+
+  it('is not ready on a schema without the metric views, and says which are missing', async () => {
+    const health = createHealth();
+    const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: `missing_${uniqueSuffix()}` });
+    const other = await startDashboard({ log: silentLogger, health }, config, { host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${other.url}/readyz`)).status).toBe(503);
+      expect((await health.readiness()).checks.database?.reason).toMatch(/lacks contract_daily, subscription_movements, .*: run billing-loader migrate$/);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it("answers a customer's timeline: its versions in order with their changes, and its contracts", async () => {
+    const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.customer_history GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
+    const { status, body } = await get(`/api/timeline?id=${id}`);
+    expect(status).toBe(200);
+    const versions = (await direct.query<{ version: number }>(`SELECT version FROM ${s}.customer_history WHERE resource_id = $1 ORDER BY version`, [id])).rows;
+    const timeline = body as { type: string; versions: { version: number; changes: { field: string }[] }[]; related: { type: string; id: string }[] };
+    expect(timeline.type).toBe('Customer');
+    expect(timeline.versions.map((v) => v.version)).toEqual(versions.map((v) => v.version));
+    const changes = await one<{ n: string }>(`SELECT count(*) AS n FROM ${s}.customer_changes WHERE resource_id = $1`, [id]);
+    expect(timeline.versions.reduce((n, v) => n + v.changes.length, 0)).toBe(Number(changes.n));
+    const contracts = (await direct.query<{ id: string }>(`SELECT DISTINCT resource_id AS id FROM ${s}.contract_history WHERE customer_id = $1 ORDER BY 1`, [id])).rows;
+    expect(contracts.length).toBeGreaterThan(0);
+    expect(timeline.related).toEqual(contracts.map((c) => ({ type: 'Contract', id: c.id })));
+  });
+
+  it('answers 404 for an id no resource has, and for an unknown path', async () => {
+    expect(await get('/api/timeline?id=no-such-resource-0000')).toMatchObject({ status: 404, body: { error: 'not-found' } });
+    expect(await get('/api/nothing-here')).toMatchObject({ status: 404, body: { error: 'not-found' } });
+  });
+
+  it('reads as billing_loader_analyst in read-only transactions: a write through its pool fails, even with the owner\'s URL', async () => {
+    const { rows } = await dashboard.pool.query<{ who: string; ro: string }>(`SELECT current_user AS who, current_setting('transaction_read_only') AS ro`);
+    expect(rows[0]).toEqual({ who: 'billing_loader_analyst', ro: 'on' });
+    const insert = `INSERT INTO ${s}.webhook_events (event_id, event, received_at, payload) VALUES (gen_random_uuid(), 'ContractChanged', now(), '{}')`;
+    await expect(dashboard.pool.query(insert)).rejects.toMatchObject({ code: '25006' }); // read-only transaction
+    // A read-write transaction asked for explicitly still meets the role's privileges.
+    const client = await dashboard.pool.connect();
+    try {
+      await client.query('BEGIN READ WRITE');
+      await expect(client.query(insert)).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+  it('is not ready when its login may not act as billing_loader_analyst, and reads nothing', async () => {
+    const role = `dash_${uniqueSuffix()}`;
+    await direct.query(`CREATE ROLE ${role} LOGIN PASSWORD 'pw-${role}'`);
+    const url = new URL(inject('services').DATABASE_URL);
+    [url.username, url.password] = [role, `pw-${role}`];
+    const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: schema, DASHBOARD_DATABASE_URL: url.toString() });
+    const health = createHealth();
+    const other = await startDashboard({ log: silentLogger, health }, config, { host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${other.url}/readyz`)).status).toBe(503);
+      expect((await health.readiness()).checks.database?.reason).toMatch(/permission denied to set role "billing_loader_analyst"/);
+      expect((await fetch(`${other.url}/api/range`)).status).toBe(500);
+    } finally {
+      await other.stop();
+      await direct.query(`DROP ROLE ${role}`);
+    }
+  });
+});
+
+describe('billing-loader dashboard', () => {
+  it('documents its settings in --help', async () => {
+    const help = await runCli(['dashboard', '--help'], {}, 30_000);
+    expect(help.code).toBe(0);
+    for (const v of ['DASHBOARD_PORT', 'DASHBOARD_DATABASE_URL', 'DATABASE_SCHEMA', 'OPS_PORT']) expect(help.stdout).toContain(`  ${v} `);
+    expect(help.stdout).toContain('billing_loader_analyst');
+  });
+
+  it('serves on DASHBOARD_PORT, and on SIGTERM stops and exits 0', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), 'dashboard'], {
+      cwd: packageRoot,
+      env: { ...process.env, ...inject('services'), DATABASE_SCHEMA: schema, DASHBOARD_PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, { what: 'dashboard ready', timeoutMs: 30_000, intervalMs: 200 });
+      expect((await fetch(`http://127.0.0.1:${port}/`)).headers.get('content-type')).toMatch(/^text\/html/);
+      expect((await fetch(`http://127.0.0.1:${port}/assets/chart.umd.js`)).status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited, stderr).toBe(0);
+      expect(stderr).toContain('"msg":"stopped"');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
+  let browser: Browser;
+  let page: Page;
+  const problems: string[] = [];
+  let whole: { from: string; to: string };
+
+  // Playwright runs these functions in the page (the project compiles without the DOM's types).
+  const loaded = (range: { from: string; to: string }) => page.waitForFunction((want) => (globalThis as unknown as InPage).document.body.dataset.loaded === want, `${range.from}..${range.to}`, { timeout: 20_000 });
+  const chartData = (id: string) =>
+    page.evaluate((canvasId) => {
+      const { Chart, document } = globalThis as unknown as InPage;
+      const chart = Chart.getChart(document.getElementById(canvasId));
+      return chart ? { labels: chart.data.labels, datasets: chart.data.datasets.map((d) => ({ label: d.label, data: d.data })) } : null;
+    }, id);
+  const sumOf = (d: { datasets: { data: (number | null)[] }[] }) => d.datasets.reduce((a, ds) => a + ds.data.reduce<number>((x, y) => x + (y ?? 0), 0), 0);
+  const text = (id: string) => page.locator(`#${id}`).innerText();
+
+  beforeAll(async () => {
+    whole = await one<{ from: string; to: string }>(
+      `SELECT least((SELECT min(day) FROM ${s}.contract_daily), (SELECT min(day) FROM ${s}.subscription_movements), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
+              greatest((SELECT max(day) FROM ${s}.subscription_movements), (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
+    );
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+    page.on('response', (r) => r.status() >= 400 && problems.push(`HTTP ${r.status()}: ${r.url()}`));
+    await page.goto(`${dashboard.url}/`);
+    await loaded(whole);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('loads with no console error and no failed request, over the span of the data by default', async () => {
+    expect(await page.inputValue('#from')).toBe(whole.from);
+    expect(await page.inputValue('#to')).toBe(whole.to);
+    expect(problems).toEqual([]);
+  });
+
+  it('has data in every chart', async () => {
+    for (const id of CHARTS) {
+      const d = await chartData(id);
+      expect(d, id).not.toBeNull();
+      expect(d!.labels.length, id).toBeGreaterThan(0);
+      expect(sumOf(d!), id).toBeGreaterThan(0);
+    }
+  });
+
+  it('shows the figures the metric views hold: active contracts, movements in the range, payment success rate', async () => {
+    // On the range's last day that contract_daily covers.
+    const active = await one<{ n: string; day: string }>(`SELECT sum(active) AS n, day::text FROM ${s}.contract_daily WHERE day = (SELECT max(day) FROM ${s}.contract_daily WHERE day <= $1) GROUP BY day`, [whole.to]);
+    expect(Number(active.n)).toBeGreaterThan(0);
+    expect(await text('kpi-active')).toBe(Number(active.n).toLocaleString('en'));
+    expect(await text('kpi-active-day')).toBe(`on ${active.day}`);
+    const movements = await one<{ n: string }>(`SELECT sum(contracts) AS n FROM ${s}.subscription_movements WHERE day BETWEEN $1 AND $2`, [whole.from, whole.to]);
+    expect(Number(movements.n)).toBeGreaterThan(0);
+    expect(await text('kpi-movements')).toBe(Number(movements.n).toLocaleString('en'));
+    expect(sumOf((await chartData('chart-movements'))!)).toBe(Number(movements.n));
+    const pay = await one<{ rate: string }>(`SELECT round(100.0 * sum(succeeded) / sum(succeeded + failed), 1)::text AS rate FROM ${s}.payment_outcomes WHERE day BETWEEN $1 AND $2`, [whole.from, whole.to]);
+    expect(await text('kpi-success')).toBe(`${Number(pay.rate)} %`);
+  });
+
+  it('redraws the time charts for a new date range', async () => {
+    // The middle third of the span: a range that cuts days off both ends.
+    const span = await one<{ from: string; to: string }>(`SELECT ($1::date + ($2::date - $1::date) / 3)::text AS from, ($2::date - ($2::date - $1::date) / 3)::text AS to`, [whole.from, whole.to]);
+    const before = await chartData('chart-movements');
+    await page.fill('#from', span.from);
+    await page.fill('#to', span.to);
+    await loaded(span);
+    const movements = (await chartData('chart-movements'))!;
+    const days = await one<{ n: number }>(`SELECT ($2::date - $1::date + 1) AS n`, [span.from, span.to]);
+    expect(movements.labels).toHaveLength(days.n);
+    expect([movements.labels[0], movements.labels.at(-1)]).toEqual([span.from, span.to]);
+    expect(movements.labels.length).toBeLessThan(before!.labels.length);
+    const want = await one<{ n: string | null }>(`SELECT sum(contracts) AS n FROM ${s}.subscription_movements WHERE day BETWEEN $1 AND $2`, [span.from, span.to]);
+    expect(sumOf(movements)).toBe(Number(want.n ?? 0));
+    const status = (await chartData('chart-status'))!;
+    const active = await one<{ n: string }>(`SELECT sum(active) AS n FROM ${s}.contract_daily WHERE day = (SELECT max(day) FROM ${s}.contract_daily WHERE day <= $1)`, [span.to]);
+    expect(status.datasets.find((d) => d.label === 'Active')?.data.filter((v) => v !== null).at(-1)).toBe(Number(active.n));
+    expect(await text('kpi-active')).toBe(Number(active.n).toLocaleString('en'));
+    const payments = (await chartData('chart-payments'))!;
+    const paid = await one<{ n: string | null }>(`SELECT sum(succeeded + failed) AS n FROM ${s}.payment_outcomes WHERE day BETWEEN $1 AND $2`, [span.from, span.to]);
+    expect(sumOf(payments)).toBe(Number(paid.n ?? 0));
+    expect(problems).toEqual([]);
+  });
+
+  it("opens a contract's timeline: its versions in order, each with the fields that changed", async () => {
+    const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.contract_history GROUP BY resource_id ORDER BY count(*) DESC, resource_id LIMIT 1`);
+    const versions = (await direct.query<{ version: number }>(`SELECT version FROM ${s}.contract_history WHERE resource_id = $1 ORDER BY version`, [id])).rows.map((r) => r.version);
+    expect(versions.length).toBeGreaterThan(2);
+    await page.fill('#resource-id', id);
+    await page.click('#search button[type=submit]');
+    await page.waitForSelector('#timeline-table');
+    expect(await page.locator('#timeline-title').innerText()).toContain(`Contract ${id}`);
+    const shown = await page.$$eval('#timeline-table tbody tr', (rows) => rows.map((r) => ({ version: Number(r.getAttribute('data-version')), fields: [...r.querySelectorAll('[data-field]')].map((f) => f.getAttribute('data-field')) })));
+    expect(shown.map((r) => r.version)).toEqual(versions);
+    const changes = (await direct.query<{ version: number; fields: string[] }>(`SELECT version, array_agg(field ORDER BY field) AS fields FROM ${s}.contract_changes WHERE resource_id = $1 GROUP BY version`, [id])).rows;
+    expect(changes.length).toBeGreaterThan(0);
+    for (const c of changes) expect(shown.find((r) => r.version === c.version)?.fields, `version ${c.version}`).toEqual(c.fields);
+    expect(problems).toEqual([]);
+  });
+
+  it('says so when the id names nothing', async () => {
+    await page.fill('#resource-id', 'no-such-resource-0000');
+    await page.click('#search button[type=submit]');
+    await expect.poll(() => page.locator('#timeline-error').count()).toBe(1);
+    expect(await text('timeline-error')).toMatch(/no contract, customer/);
+  });
+});
+
+/** What the page offers the functions above: the document, and chart.js's global. */
+interface InPage {
+  document: { body: { dataset: Record<string, string | undefined> }; getElementById(id: string): unknown };
+  Chart: { getChart(canvas: unknown): { data: { labels: string[]; datasets: { label: string; data: (number | null)[] }[] } } | undefined };
+}
