@@ -24,6 +24,7 @@ describe('loadConfig', () => {
     expect(c.schemaRegistryUrl).toBe('http://127.0.0.1:18081/apis/ccompat/v7');
     expect(c.databaseSchema).toBe('billing');
     expect(c.topicPrefix).toBe('billing');
+    expect(c.topicPartitions).toBe(6);
     expect(c.ingressPort).toBe(8080);
     expect(c.billingApiUrl).toBeUndefined();
     expect(Object.isFrozen(c)).toBe(true);
@@ -35,6 +36,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://x', /DATABASE_URL: expected postgres:\/\//],
     ['DATABASE_SCHEMA', 'Billing; DROP', /DATABASE_SCHEMA: expected a lower-case SQL identifier/],
     ['TOPIC_PREFIX', 'a b', /TOPIC_PREFIX: expected letters/],
+    ['TOPIC_PARTITIONS', '0', /TOPIC_PARTITIONS: expected a positive integer/],
     ['INGRESS_PORT', '70000', /INGRESS_PORT: expected a port number/],
     ['LOG_LEVEL', 'verbose', /LOG_LEVEL: expected one of debug, info, warn, error/],
     ['INGRESS_TOKEN', 'short', /INGRESS_TOKEN: expected 16-256 URL-safe characters/],

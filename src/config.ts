@@ -6,6 +6,7 @@ import { LOG_LEVELS, type LogLevel } from './log.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from './package-root.js';
+import { PIPELINE_PARTITIONS } from './wire/topics.js';
 
 /**
  * The loader's configuration: every option declared once, with its variable, description and
@@ -177,6 +178,7 @@ export const options = {
   migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
+  topicPartitions: defaulted({ env: 'TOPIC_PARTITIONS', description: 'partitions of the topics the loader creates: webhooks, snapshots and the enricher\'s requests, delayed requests and heads, one count for all (DLQs: 1); up to this many enricher and sink instances share the work; an existing topic keeps its count (grow the enricher\'s with repartition)', defaultText: String(PIPELINE_PARTITIONS), default: () => PIPELINE_PARTITIONS, parse: positiveInt }),
   billingApiUrl: optional({ env: 'BILLING_API_URL', description: "the billing service's {base_url}; the loader appends /api/v1/ (required by enricher, backfill)", parse: url }),
   billingAuthUrl: optional({ env: 'BILLING_AUTH_URL', description: "the billing service's {auth_url}; the token endpoint is {auth_url}/oauth/token/ (required by enricher, backfill)", parse: url }),
   billingClientId: optional({ env: 'BILLING_CLIENT_ID', description: 'OAuth 2.0 client id (client credentials grant, or the app id of the password grant)', parse: str }),
@@ -228,7 +230,7 @@ export type OptionKey = keyof Options;
  * lists exactly its composition, so a new setting shows up wherever its part runs.
  */
 export const SETTINGS_OF = {
-  kafka: ['kafkaBrokers', 'kafkaSsl', 'kafkaSslCaFile', 'kafkaSslCertFile', 'kafkaSslKeyFile', 'kafkaSaslMechanism', 'kafkaSaslUsername', 'kafkaSaslPassword', 'topicPrefix'],
+  kafka: ['kafkaBrokers', 'kafkaSsl', 'kafkaSslCaFile', 'kafkaSslCertFile', 'kafkaSslKeyFile', 'kafkaSaslMechanism', 'kafkaSaslUsername', 'kafkaSaslPassword', 'topicPrefix', 'topicPartitions'],
   registry: ['schemaRegistryUrl', 'schemaRegistryUsername', 'schemaRegistryPassword', 'schemaRegistryCaFile'],
   database: ['databaseUrl', 'databaseSchema'],
   billingApi: [

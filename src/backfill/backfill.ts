@@ -18,6 +18,8 @@ export interface BackfillDeps {
 
 export interface BackfillOptions {
   topicPrefix: string;
+  /** Partitions of the enricher's topics when backfill creates them (TOPIC_PARTITIONS). */
+  topicPartitions?: number;
   types: ResourceType[];
   /** Start every type from the first page, ignoring saved progress. Default false. */
   restart?: boolean;
@@ -51,7 +53,7 @@ export async function runBackfill(deps: BackfillDeps, options: BackfillOptions):
   const admin = deps.kafka.admin();
   await admin.connect();
   try {
-    await ensureTopics(admin, [...enricherTopicSpecs(internal), backfillProgressTopicSpec(progressTopic)]);
+    await ensureTopics(admin, [...enricherTopicSpecs(internal, options.topicPartitions), backfillProgressTopicSpec(progressTopic)]);
   } finally {
     await admin.disconnect();
   }

@@ -40,7 +40,7 @@ export function registerBackfill(program: Command): void {
       try {
         const result = await runBackfill(
           { kafka: createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-backfill', log }), api, log, progress: (l) => console.error(l) },
-          { topicPrefix: config.topicPrefix, types: opts.types ?? [...RESOURCE_TYPES], restart: opts.restart ?? false, ...(opts.pageSize ? { pageSize: opts.pageSize } : {}), signal: stop.signal },
+          { topicPrefix: config.topicPrefix, topicPartitions: config.topicPartitions, types: opts.types ?? [...RESOURCE_TYPES], restart: opts.restart ?? false, ...(opts.pageSize ? { pageSize: opts.pageSize } : {}), signal: stop.signal },
         );
         const total = Object.values(result.objects).reduce((a, b) => a + b, 0);
         console.error(`backfill: ${stop.signal.aborted ? 'interrupted (rerun to resume)' : 'done'}: ${total} objects sent for versioning${result.withoutId ? `, ${result.withoutId} without an identifier skipped` : ''}`);

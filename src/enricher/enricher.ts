@@ -37,15 +37,15 @@ export const delayForwarderGroupId = (prefix: string) => `${prefix}.enricher.del
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir' | 'topicPartitions'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);
   const admin = deps.kafka.admin();
   await admin.connect();
-  const specs = pipelineTopicSpecs(topics);
+  const specs = pipelineTopicSpecs(topics, config.topicPartitions);
   try {
-    await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal)]);
+    await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal, config.topicPartitions)]);
     await warnIfLogExpires(admin, [topics.webhooks, topics.snapshots], log);
     // The router reads the source of truth; the fetcher's requests are derived and re-created by replaying webhooks.
     await assertCommittedOffsetsInRange(admin, enricherGroupId(config.topicPrefix), [topics.webhooks], 'billing-loader replay --group enricher --to-beginning');

@@ -31,6 +31,7 @@ export interface IngressDeps {
 export type IngressConfig = Pick<
   Config,
   | 'topicPrefix'
+  | 'topicPartitions'
   | 'ingressPort'
   | 'ingressToken'
   | 'ingressMaxBodyBytes'
@@ -89,7 +90,7 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
   const metrics = createIngressMetrics(deps.metrics, () => producer.pendingBytes());
   let ops: RunningOpsServer | undefined;
   try {
-    await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix)).webhooks]);
+    await ensureTopics(admin, [pipelineTopicSpecs(topicNames(config.topicPrefix), config.topicPartitions).webhooks]);
     const schemaId = await deps.registry.registerFile(valueSubject(topic), WEBHOOK_SCHEMA_FILE);
     await producer.connect();
     addReadinessChecks(deps, admin, topic);

@@ -73,7 +73,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await ensureTopics(admin, Object.values(pipelineTopicSpecs(names)));
+    await ensureTopics(admin, Object.values(pipelineTopicSpecs(names, config.topicPartitions)));
     await warnIfLogExpires(admin, [names.snapshots, names.webhooks], log);
     await assertCommittedOffsetsInRange(admin, groupId, [names.snapshots, names.webhooks], replayFix);
   } catch (err) {

@@ -31,18 +31,19 @@ export function topicNames(prefix: string): TopicNames {
 }
 
 /**
- * Partition counts of the public topics. webhooks and snapshots have the same count so that a
- * key lands on the same partition number in both (murmur2), and 6 lets up to six consumers of
- * a group share the work. DLQs are low-volume: one partition keeps them in arrival order.
- * Counts apply when a topic is created; an existing topic keeps its own.
- * webhooks and snapshots are the logs replay and rebuild read: they keep every record.
+ * The default partition count of the pipeline's topics (TOPIC_PARTITIONS). webhooks, snapshots
+ * and the enricher's internal topics have the same count, so that a key lands on the same
+ * partition number in each (murmur2); a group has at most that many members with work. DLQs are
+ * low-volume: one partition keeps them in arrival order. Counts apply when a topic is created;
+ * an existing topic keeps its own. webhooks and snapshots are the logs replay and rebuild read:
+ * they keep every record.
  */
 export const PIPELINE_PARTITIONS = 6;
 
-export function pipelineTopicSpecs(names: TopicNames): Record<keyof TopicNames, TopicSpec> {
+export function pipelineTopicSpecs(names: TopicNames, partitions = PIPELINE_PARTITIONS): Record<keyof TopicNames, TopicSpec> {
   return {
-    webhooks: { topic: names.webhooks, numPartitions: PIPELINE_PARTITIONS, configEntries: KEEP_FOREVER },
-    snapshots: { topic: names.snapshots, numPartitions: PIPELINE_PARTITIONS, configEntries: KEEP_FOREVER },
+    webhooks: { topic: names.webhooks, numPartitions: partitions, configEntries: KEEP_FOREVER },
+    snapshots: { topic: names.snapshots, numPartitions: partitions, configEntries: KEEP_FOREVER },
     webhooksDlq: { topic: names.webhooksDlq, numPartitions: 1 },
     snapshotsDlq: { topic: names.snapshotsDlq, numPartitions: 1 },
   };
@@ -64,14 +65,14 @@ export function enricherTopics(prefix: string): EnricherTopics {
   return { requests: `${prefix}.enricher.requests`, heads: `${prefix}.enricher.heads`, delayed: `${prefix}.enricher.delayed` };
 }
 
-export function enricherTopicSpecs(t: EnricherTopics): TopicSpec[] {
+export function enricherTopicSpecs(t: EnricherTopics, partitions = PIPELINE_PARTITIONS): TopicSpec[] {
   return [
     // Requests are consumed within seconds; a week of retention covers any outage worth replaying.
-    { topic: t.requests, numPartitions: PIPELINE_PARTITIONS, configEntries: { 'retention.ms': String(7 * 24 * 3600 * 1000) } },
+    { topic: t.requests, numPartitions: partitions, configEntries: { 'retention.ms': String(7 * 24 * 3600 * 1000) } },
     // The latest head per resource is all that matters: compaction keeps restore time bounded.
     // A delayed request waits at most the longest retry window; a week covers any outage on top.
-    { topic: t.delayed, numPartitions: PIPELINE_PARTITIONS, configEntries: { 'retention.ms': String(7 * 24 * 3600 * 1000) } },
-    { topic: t.heads, numPartitions: PIPELINE_PARTITIONS, configEntries: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' } },
+    { topic: t.delayed, numPartitions: partitions, configEntries: { 'retention.ms': String(7 * 24 * 3600 * 1000) } },
+    { topic: t.heads, numPartitions: partitions, configEntries: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' } },
   ];
 }
 
