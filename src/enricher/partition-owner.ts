@@ -51,6 +51,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   // Catch-ups run one at a time: two of one partition at once (an old generation's, late, and a
   // new one's) could write an older head over a newer one.
   let catchUps: Promise<unknown> = Promise.resolve();
+  // A stop can finish a rebalance on its way out (kafkajs completes a join in progress before it
+  // leaves): a join or a prepare after close would connect producers and read heads that nothing
+  // closes any more, and the process would never exit.
+  let closed = false;
 
   const closeProducers = async () => {
     const all = [...producers.values()];
@@ -65,6 +69,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         partitions.map(async (p) => {
           const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
           await producer.connect();
+          if (closed) {
+            await producer.disconnect();
+            throw new Error('partition owner closed');
+          }
           producers.set(p, producer);
           // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
           // restore below, which an open transaction of the previous owner would hold up.
@@ -93,6 +101,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
 
     onGroupJoin: (c: Consumer) =>
       c.on(c.events.GROUP_JOIN, ({ payload }) => {
+        if (closed) return;
         // Every (re)join may follow a period in which another instance owned our partitions:
         // forget all heads and producers, and fence + restore again before the next batch.
         generation++;
@@ -142,7 +151,13 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
       await closeProducers();
     },
 
-    close: closeProducers,
+    /** Stops taking assignments, waits for a fence and catch-up in progress, and closes the producers. */
+    async close(): Promise<void> {
+      closed = true;
+      await ready?.catch(() => undefined);
+      await catchUps.catch(() => undefined);
+      await closeProducers();
+    },
   };
 }
 
