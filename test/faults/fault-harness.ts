@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
@@ -61,6 +62,8 @@ export interface FaultRunOptions {
   /** Extra environment of one component's process. */
   componentEnv?: Partial<Record<Component, Record<string, string>>>;
   sim?: SimulatorOptions;
+  /** Processes per component (default 1 each), each with its own ops port and, for an enricher, its own ENRICHER_STATE_DIR. */
+  instances?: Partial<Record<Component, number>>;
 }
 
 export interface FaultRun {
@@ -69,9 +72,11 @@ export interface FaultRun {
   pool: pg.Pool;
   kafka: Kafka;
   /** Spawns the component (`node bin/billing-loader.js <component>`) and waits for its /readyz. */
-  start(component: Component): Promise<void>;
+  start(component: Component, instance?: number): Promise<void>;
   /** kill -9, and waits for the process to be gone. */
-  kill(component: Component): Promise<void>;
+  kill(component: Component, instance?: number): Promise<void>;
+  /** SIGTERM, and waits for the process to exit; fails unless it drained and exited with 0. */
+  terminate(component: Component, instance?: number): Promise<void>;
   /** Plays the default scenario (resolves when the last event is emitted). */
   playScenario(): Promise<ScenarioResult>;
   /** Waits until `webhook_events` holds at least `n` rows: the pipeline is flowing end to end. */
@@ -81,11 +86,13 @@ export interface FaultRun {
   /** Drains the pipeline, compares the warehouse with the truth, writes the figures. */
   finish(): Promise<{ figures: FaultFigures; truth: TruthReport; webhooks: WebhookCoverage }>;
   /** `http://127.0.0.1:<port>` of a component's /healthz, /readyz, /metrics. */
-  opsUrl(component: Component): string;
+  opsUrl(component: Component, instance?: number): string;
   /** Last lines each process wrote on stderr (for failure messages). */
   logs(): string;
   stop(): Promise<void>;
 }
+
+const processName = (component: Component, instance: number) => (instance === 0 ? component : `${component}-${instance + 1}`);
 
 export async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -109,19 +116,26 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
   // kafkajs's reconnection noise while a broker is down is expected here: keep it out of the output.
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `fault-${options.fault}`, log: silentLogger });
   await migrate(pool, { schema: config.databaseSchema, log: silentLogger });
-  const ports: Record<Component, number> = { ingress: await freePort(), enricher: await freePort(), sink: await freePort() };
+  const counts: Record<Component, number> = { ingress: 1, enricher: 1, sink: 1, ...options.instances };
+  // One process per (component, instance); the first instance of each is named by the component alone.
+  const names = COMPONENTS.flatMap((c) => Array.from({ length: counts[c] }, (_, i) => processName(c, i)));
+  const ports = new Map<string, number>();
+  for (const name of names) ports.set(name, await freePort());
+  const portOf = (component: Component, instance = 0) => ports.get(processName(component, instance)) ?? 0;
+  // Several enrichers get a state directory each, as on separate hosts; a single one keeps the default.
+  const stateDirs = counts.enricher > 1 ? Array.from({ length: counts.enricher }, () => mkdtempSync(join(tmpdir(), `fault-${options.fault}-`))) : [];
   const sim = await startSimulator({
     seed: options.seed ?? 11,
     rateLimit: { requestsPerSecond: 0 },
-    webhookUrl: `http://127.0.0.1:${ports.ingress}/webhooks`,
+    webhookUrl: `http://127.0.0.1:${portOf('ingress')}/webhooks`,
     ...options.sim,
     // Retries start at 100 ms and double (spec 6.1): 12 attempts span about 200 s, longer than any outage here.
     delivery: { retryBaseDelayMs: 100, attemptTimeoutMs: 10_000, duplicateRate: 0.1, lateRate: 0.05, lateDelayMs: 1000, reorderRate: 0.1, ...options.sim?.delivery },
   });
-  const children = new Map<Component, ChildProcess>();
-  const output: Record<Component, string> = { ingress: '', enricher: '', sink: '' };
+  const children = new Map<string, ChildProcess>();
+  const output = new Map<string, string>(names.map((n) => [n, '']));
 
-  const env = (component: Component): NodeJS.ProcessEnv => ({
+  const env = (component: Component, instance: number): NodeJS.ProcessEnv => ({
     ...process.env,
     KAFKA_BROKERS: config.kafkaBrokers.join(','),
     SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
@@ -135,34 +149,54 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     BILLING_CLIENT_SECRET: sim.clientSecret,
     BILLING_API_REQUESTS_PER_SECOND: '200',
     BILLING_API_MAX_CONCURRENCY: '16',
-    INGRESS_PORT: String(ports.ingress),
-    ENRICHER_PORT: String(ports.enricher),
-    SINK_PORT: String(ports.sink),
+    INGRESS_PORT: String(portOf('ingress')),
+    ENRICHER_PORT: String(portOf('enricher', component === 'enricher' ? instance : 0)),
+    SINK_PORT: String(portOf('sink', component === 'sink' ? instance : 0)),
+    ...(component === 'enricher' && stateDirs[instance] ? { ENRICHER_STATE_DIR: stateDirs[instance] } : {}),
     // Rereads of 404s on the scale of a test run: the drain waits for every one of them.
     ENRICHER_NOT_FOUND_WINDOW_MS: '3000',
     ENRICHER_GONE_CONFIRM_MS: '1000',
     ...options.componentEnv?.[component],
   });
 
-  const start = async (component: Component) => {
-    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), component], { cwd: packageRoot, env: env(component), stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr?.on('data', (d: Buffer) => (output[component] = (output[component] + d.toString()).slice(-8000)));
-    children.set(component, child);
+  const start = async (component: Component, instance = 0) => {
+    const name = processName(component, instance);
+    if (!ports.has(name)) throw new Error(`${name}: the run has ${counts[component]} ${component} instance(s)`);
+    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), component], { cwd: packageRoot, env: env(component, instance), stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr?.on('data', (d: Buffer) => output.set(name, ((output.get(name) ?? '') + d.toString()).slice(-8000)));
+    children.set(name, child);
     await waitFor(
       async () => {
-        if (child.exitCode !== null) throw new Error(`${component} exited with ${child.exitCode}: ${output[component]}`);
-        return (await fetch(`http://127.0.0.1:${ports[component]}/readyz`)).status === 200;
+        if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${output.get(name)}`);
+        return (await fetch(`http://127.0.0.1:${portOf(component, instance)}/readyz`)).status === 200;
       },
-      { timeoutMs: 90_000, intervalMs: 200, what: `${component} ready` },
+      { timeoutMs: 90_000, intervalMs: 200, what: `${name} ready` },
     );
   };
 
-  const kill = async (component: Component) => {
-    const child = children.get(component);
-    if (!child || child.exitCode !== null || child.signalCode !== null) throw new Error(`${component} is not running`);
+  const running = (component: Component, instance: number) => {
+    const name = processName(component, instance);
+    const child = children.get(name);
+    if (!child || child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} is not running`);
+    return child;
+  };
+
+  const kill = async (component: Component, instance = 0) => {
+    const child = running(component, instance);
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
+  };
+
+  const terminate = async (component: Component, instance = 0) => {
+    const child = running(component, instance);
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    child.kill('SIGTERM');
+    // The loader's own drain limit is 30 s: a process still there well after it is stuck.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const [code, signal] = await exited;
+    clearTimeout(timer);
+    if (code !== 0) throw new Error(`${processName(component, instance)} exited with ${code ?? signal} after SIGTERM: ${output.get(processName(component, instance))}`);
   };
 
   const count = async (table: string) => {
@@ -177,6 +211,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     kafka,
     start,
     kill,
+    terminate,
     playScenario: () => sim.runScenario({ name: 'default', customers: 16, stepDelayMs: 100 }),
     async waitForRows(n) {
       await waitFor(async () => (await count('webhook_events')) >= n, { timeoutMs: 60_000, intervalMs: 100, what: `${n} webhooks in the warehouse` });
@@ -221,8 +256,8 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       writeFileSync(join(dir, `${options.fault}.json`), `${JSON.stringify({ ...figures, at: new Date().toISOString() })}\n`);
       return { figures, truth, webhooks };
     },
-    opsUrl: (component) => `http://127.0.0.1:${ports[component]}`,
-    logs: () => COMPONENTS.map((c) => `--- ${c}\n${output[c]}`).join('\n'),
+    opsUrl: (component, instance = 0) => `http://127.0.0.1:${portOf(component, instance)}`,
+    logs: () => names.map((n) => `--- ${n}\n${output.get(n)}`).join('\n'),
     async stop() {
       await sim.stop();
       await Promise.all(
@@ -236,10 +271,11 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
         }),
       );
       await pool.end();
+      for (const dir of stateDirs) rmSync(dir, { recursive: true, force: true });
     },
   };
   try {
-    await Promise.all(COMPONENTS.map((c) => start(c)));
+    await Promise.all(COMPONENTS.flatMap((c) => Array.from({ length: counts[c] }, (_, i) => start(c, i))));
   } catch (err) {
     await run.stop();
     throw err;
