@@ -12,7 +12,7 @@
 // resource_versions between 10 % and 90 %. Beside each rate: the machine's CPU use over the same
 // interval (all cores: 2.0 is both cores busy) and the instances' own share of it.
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
@@ -133,7 +133,7 @@ async function backlog(prefix) {
   await producer.connect();
   const now = Date.now();
   for (let i = 0; i < customers.length; i += 2000) {
-    const messages = customers.slice(i, i + 2000).map((id) => encodeFetchRequest({ type: 'Customer', id, eventId: `bench-${id}`, event: 'CustomerChanged', receivedAt: now, source: null }));
+    const messages = customers.slice(i, i + 2000).map((id) => encodeFetchRequest({ type: 'Customer', id, eventId: randomUUID(), event: 'CustomerChanged', receivedAt: now, source: null }));
     await producer.send({ topic: internal.requests, acks: -1, messages });
   }
   await producer.disconnect();
