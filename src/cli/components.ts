@@ -82,10 +82,19 @@ export function composeComponents(config: Config, options: { clientId: string; l
  * server, the API client) is stopped before the error goes on to the CLI's one-line report.
  */
 export async function startOrStop(components: Components, start: () => Promise<void>): Promise<void> {
+  // The ops server answers while the stages are still starting, and each dependency's check may
+  // pass long before the last stage has joined its group: without this, /readyz said 200 for an
+  // enricher whose router did not exist yet.
+  components.health.setCondition(STARTING_CONDITION, 'starting: not every stage has started yet');
   try {
     await start();
   } catch (err) {
+    components.health.setCondition(STARTING_CONDITION, 'start failed');
     await components.stop().catch(() => undefined);
     throw err;
   }
+  components.health.setCondition(STARTING_CONDITION, undefined);
 }
+
+/** The readiness condition held from the start of a command until all its stages have started. */
+export const STARTING_CONDITION = 'startup';
