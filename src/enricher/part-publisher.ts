@@ -1,6 +1,7 @@
 import type { Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
+import { sendOffsets } from '../kafka/send-offsets.js';
 import { partitionBySize, splitSends } from '../kafka/split-sends.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeadLetter } from '../wire/dead-letter.js';
@@ -61,7 +62,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
       // Snapshots carry whole bodies: one send of a big part could exceed the largest record
       // batch a partition accepts. Several sends in one transaction are still all or nothing.
       for (const send of splitSends(topicMessages, limitOf)) await transaction.sendBatch({ topicMessages: send, acks: -1 });
-      await transaction.sendOffsets({
+      await sendOffsets(transaction, {
         consumerGroupId: deps.groupId,
         topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: (BigInt(part.lastOffset) + 1n).toString() }] }],
       });
