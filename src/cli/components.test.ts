@@ -33,3 +33,21 @@ describe('startOrStop', () => {
     expect((await c.health.readiness()).ready).toBe(false);
   });
 });
+
+describe('startOrStop deadline', () => {
+  it('turns a start that never ends into a failed start, stopping what had started', async () => {
+    const c = composeComponents(config, { clientId: 'test' });
+    let stopped = false;
+    const hung = startOrStop(
+      c,
+      async () => {
+        c.onStop(async () => void (stopped = true));
+        await new Promise(() => undefined);
+      },
+      50,
+    );
+    await expect(hung).rejects.toThrow(/not started within/);
+    expect(stopped).toBe(true);
+    expect((await c.health.readiness()).ready).toBe(false);
+  });
+});
