@@ -39,23 +39,38 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
     await Promise.allSettled(all.map((p) => p.disconnect()));
   };
 
+  // Bumped by every group join and every reset: a preparation started before one installs
+  // nothing. Without it, a preparation overtaken by a reset (two partitions' transactions failing
+  // together in a broker restart) still installed its producers, which a later preparation had
+  // fenced, and its heads, read before transactions that committed meanwhile: versions numbered
+  // again from stale heads.
+  let epoch = 0;
+
   const prepare = (gen: number): Promise<void> => {
     ready ??= (async () => {
+      const started = epoch;
       const partitions = [...assigned];
-      await Promise.all(
-        partitions.map(async (p) => {
-          const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
-          await producer.connect();
-          producers.set(p, producer);
-          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
-          // restore below, which an open transaction of the previous owner would hold up.
-          await fencePreviousOwner(producer);
-        }),
-      );
-      const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
-      if (gen !== generation) return;
-      for (const [p, h] of restored) heads.set(p, h);
-      log.info('heads restored', { partitions, resources: [...restored.values()].reduce((n, h) => n + h.size, 0) });
+      const created = new Map<number, Producer>();
+      try {
+        await Promise.all(
+          partitions.map(async (p) => {
+            const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
+            created.set(p, producer);
+            await producer.connect();
+            // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
+            // restore below, which an open transaction of the previous owner would hold up.
+            await fencePreviousOwner(producer);
+          }),
+        );
+        const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
+        if (started !== epoch || gen !== generation) throw new PreparationOvertaken();
+        for (const [p, producer] of created) producers.set(p, producer);
+        for (const [p, h] of restored) heads.set(p, h);
+        log.info('heads restored', { partitions, resources: [...restored.values()].reduce((n, h) => n + h.size, 0) });
+      } catch (err) {
+        await Promise.allSettled([...created.values()].map((producer) => producer.disconnect()));
+        throw err;
+      }
     })();
     const current = ready;
     current.catch(() => {
@@ -73,6 +88,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         // Every (re)join may follow a period in which another instance owned our partitions:
         // forget all heads and producers, and fence + restore again before the next batch.
         generation++;
+        epoch++;
         assigned = payload.memberAssignment[deps.internal.requests] ?? [];
         ready = undefined;
         heads.clear();
@@ -102,6 +118,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
      * again) and heads restored again.
      */
     async reset(): Promise<void> {
+      epoch++;
       ready = undefined;
       heads.clear();
       await closeProducers();
@@ -112,3 +129,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
 }
 
 export type PartitionOwner = ReturnType<typeof createPartitionOwner>;
+
+/** A preparation that a group join or a reset made obsolete before it finished: the next batch prepares again. */
+export class PreparationOvertaken extends Error {
+  constructor() {
+    super('partition preparation overtaken by a rebalance or a reset; preparing again');
+  }
+}
