@@ -1,4 +1,5 @@
-import type { Kafka } from 'kafkajs';
+import { randomUUID } from 'node:crypto';
+import type { Kafka, Producer } from 'kafkajs';
 import { readToEnd } from '../kafka/read-to-end.js';
 import type { Head } from './versioning.js';
 
@@ -23,12 +24,37 @@ function decodeHead(value: Buffer): StoredHead {
   };
 }
 
+/** Keys of restore barriers: tombstones, so compaction drops them and no reader keeps one. */
+const BARRIER_PREFIX = 'restore-barrier:';
+
+/**
+ * Commits a barrier (a tombstone under a fresh key) to a heads partition, with the producer that
+ * has just fenced the partition's previous owner. Reading the partition read-committed up to the
+ * barrier (restoreHeads) then sees every head committed before it, and waits for any transaction
+ * still open before it rather than stopping there.
+ */
+export async function writeRestoreBarrier(producer: Producer, topic: string, partition: number): Promise<string> {
+  const key = `${BARRIER_PREFIX}${randomUUID()}`;
+  const transaction = await producer.transaction();
+  try {
+    await transaction.send({ topic, acks: -1, messages: [{ key, value: null, partition }] });
+    await transaction.commit();
+  } catch (err) {
+    await transaction.abort().catch(() => undefined);
+    throw err;
+  }
+  return key;
+}
+
 /**
  * The latest head of every resource in the given partitions of the heads topic, read-committed
- * (only heads whose snapshot transaction committed). The caller fences older producers of those
- * partitions first, so no transaction is left open at the end of the log.
+ * (only heads whose snapshot transaction committed), each partition up to its barrier
+ * (writeRestoreBarrier). Without one, a partition whose first unread record belongs to a
+ * transaction still open looks empty (read-to-end.ts): a restore right after a broker restart
+ * came back without heads that had committed, and the fetcher numbered those resources'
+ * versions from 1 again.
  */
-export async function restoreHeads(kafka: Kafka, topic: string, partitions: number[]): Promise<Map<number, Map<string, StoredHead>>> {
+export async function restoreHeads(kafka: Kafka, topic: string, partitions: number[], barriers?: ReadonlyMap<number, string>): Promise<Map<number, Map<string, StoredHead>>> {
   const result = new Map<number, Map<string, StoredHead>>(partitions.map((p) => [p, new Map()]));
   await readToEnd(
     kafka,
@@ -36,11 +62,12 @@ export async function restoreHeads(kafka: Kafka, topic: string, partitions: numb
     (partition, m) => {
       const heads = result.get(partition);
       const key = m.key?.toString('utf8');
-      if (!heads || key === undefined) return;
+      if (!heads || key === undefined || key.startsWith(BARRIER_PREFIX)) return;
       if (m.value === null) heads.delete(key);
       else heads.set(key, decodeHead(m.value));
     },
     partitions,
+    barriers ? { barriers } : {},
   );
   return result;
 }

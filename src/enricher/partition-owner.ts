@@ -4,7 +4,7 @@ import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
 import { createTransactionalProducer } from '../kafka/producers.js';
 import type { Logger } from '../log.js';
 import type { EnricherTopics } from '../wire/topics.js';
-import { restoreHeads, type StoredHead } from './head-store.js';
+import { restoreHeads, writeRestoreBarrier, type StoredHead } from './head-store.js';
 
 export interface PartitionOwnerDeps {
   kafka: Kafka;
@@ -51,6 +51,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
       const started = epoch;
       const partitions = [...assigned];
       const created = new Map<number, Producer>();
+      const barriers = new Map<number, string>();
       try {
         await Promise.all(
           partitions.map(async (p) => {
@@ -60,9 +61,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
             // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
             // restore below, which an open transaction of the previous owner would hold up.
             await fencePreviousOwner(producer);
+            barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p));
           }),
         );
-        const restored = await restoreHeads(kafka, deps.internal.heads, partitions);
+        const restored = await restoreHeads(kafka, deps.internal.heads, partitions, barriers);
         if (started !== epoch || gen !== generation) throw new PreparationOvertaken();
         for (const [p, producer] of created) producers.set(p, producer);
         for (const [p, h] of restored) heads.set(p, h);
