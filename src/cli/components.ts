@@ -88,9 +88,9 @@ export async function startOrStop(components: Components, start: () => Promise<v
   // enricher whose router did not exist yet.
   components.health.setCondition(STARTING_CONDITION, 'starting: not every stage has started yet');
   let timer: NodeJS.Timeout | undefined;
-  // A kafkajs connect can hang for good when the broker goes away in the middle of it (seen once
-  // in a broker restart during an enricher's start): a start that never ends becomes a failed
-  // start, which the supervisor restarts, instead of a process that is never ready.
+  // An enricher's start once never ended after the broker went away in the middle of it (a Kafka
+  // client call left pending): a start that never ends becomes a failed start, which the
+  // supervisor restarts, instead of a process that is never ready.
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new LoaderError(`not started within ${Math.round(deadlineMs / 1000)} s (is Kafka reachable? see the log); exiting, for the supervisor to start it again`)), deadlineMs);
   });
