@@ -58,6 +58,8 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
             const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
             created.set(p, producer);
             await producer.connect();
+            // An overtaken preparation must not fence the producers of the one that overtook it.
+            if (started !== epoch) throw new PreparationOvertaken();
             // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
             // restore below, which an open transaction of the previous owner would hold up.
             await fencePreviousOwner(producer);
