@@ -10,12 +10,14 @@ import type { Config } from '../../src/config.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { errorMessage } from '../../src/errors.js';
+import { readToEnd } from '../../src/kafka/read-to-end.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/registry/registry.js';
 import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
 import { packageRoot } from '../../src/package-root.js';
+import { topicNames } from '../../src/wire/topics.js';
 import { testConfig } from '../helpers/environment.js';
 import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -195,6 +197,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       }
       const webhooks = await compareWebhooksToDeliveries(pool, config.databaseSchema, sim);
       const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
+      if (truth.problems.length > 0) truth.problems.push(...(await whereVersionsAre(kafka, config, pool, truth.problems)));
       const stats = sim.stats().webhooks;
       const letters = await unexpectedDeadLetters({ kafka, registry: createRegistry(config.schemaRegistryUrl), config, pool, sim });
       const figures: FaultFigures = {
@@ -260,4 +263,34 @@ export function expectNothingLost(result: Awaited<ReturnType<FaultRun['finish']>
   expect(figures.deadLetters, logs).toBe(0);
   expect(figures.acknowledged).toBeGreaterThan(0);
   expect(figures.objects).toBeGreaterThan(0);
+}
+
+/**
+ * For each resource a truth problem names, which versions the snapshot topic holds beside those
+ * in the warehouse: tells a version the enricher never published from one the sink never wrote.
+ */
+async function whereVersionsAre(kafka: Kafka, config: Config, pool: pg.Pool, problems: string[]): Promise<string[]> {
+  const keys = new Set(problems.flatMap((p) => [...p.matchAll(/(\w+):"([^"]+)"/g)].map((m) => `${m[1]}:${m[2]}`)));
+  if (keys.size === 0) return [];
+  const registry = createRegistry(config.schemaRegistryUrl);
+  const inTopic = new Map<string, string[]>();
+  const values: { key: string; value: Buffer; partition: number; offset: string }[] = [];
+  await readToEnd(kafka, topicNames(config.topicPrefix).snapshots, (partition, m) => {
+    const key = m.key?.toString() ?? '';
+    if (keys.has(key) && m.value) values.push({ key, value: m.value, partition, offset: m.offset });
+  });
+  for (const v of values) {
+    const record = (await registry.decode(v.value)) as { version: number; content_hash: string };
+    inTopic.set(v.key, [...(inTopic.get(v.key) ?? []), `v${record.version}@${v.partition}:${v.offset}`]);
+  }
+  const lines: string[] = [];
+  for (const key of keys) {
+    const [type, id] = key.split(':') as [string, string];
+    const { rows } = await pool.query<{ version: number; kafka_partition: number; kafka_offset: string }>(
+      `SELECT version, kafka_partition, kafka_offset FROM ${quoteIdent(config.databaseSchema)}.resource_versions WHERE resource_type = $1 AND resource_id = $2 ORDER BY version`,
+      [type, id],
+    );
+    lines.push(`diagnosis ${key}: snapshot topic [${(inTopic.get(key) ?? []).join(' ')}], warehouse [${rows.map((r) => `v${r.version}@${r.kafka_partition}:${r.kafka_offset}`).join(' ')}]`);
+  }
+  return lines;
 }
