@@ -10,7 +10,7 @@
 
 -- The top-level fields of a body named in `keys` (lower case) as one small object keyed in lower
 -- case, matched in any letter case as the typed columns are (spec 9.3). The metric views read the
--- same fields from metric_facts (migration 0005), stored once per version when it is appended,
+-- same fields from version_facts (migration 0005), stored once per version when it is appended,
 -- because reading them here decompresses every body on every query; this stays for analysts.
 DROP FUNCTION IF EXISTS metric_fields(jsonb, text[]);
 CREATE FUNCTION metric_fields(body jsonb, keys text[]) RETURNS jsonb
@@ -53,7 +53,7 @@ SELECT c.*,
                wh_as_timestamptz(x.f -> 'enddate') AS end_date,
                CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
           FROM contract_current c
-          LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'Contract' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) c
+          LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'Contract' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) c
  WHERE c.start_date IS NOT NULL;
 
 -- Changes only the version history shows, because the latest body no longer carries them: a
@@ -66,7 +66,7 @@ SELECT x.contract_id, m.movement, m.at
           FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
                        wh_as_timestamptz(b.f -> 'cancellationdate') AS cancellation_date, wh_as_text(b.f -> 'lifecyclestatus') AS status
                   FROM contract_history h
-                  LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'Contract' AND m.resource_id = h.resource_id AND m.version = h.version) AS b(f) ON true) y
+                  LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'Contract' AND m.resource_id = h.resource_id AND m.version = h.version) AS b(f) ON true) y
         WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
     SELECT 'cancellation' AS movement, x.cancellation_date AS at
@@ -97,10 +97,10 @@ SELECT p.resource_id AS process_id,
             ELSE 'reset'
        END AS outcome
   FROM payment_escalation_process_current p
-  LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'PaymentEscalationProcess' AND m.resource_id = p.resource_id AND m.version = p.version) AS x(f) ON true
+  LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'PaymentEscalationProcess' AND m.resource_id = p.resource_id AND m.version = p.version) AS x(f) ON true
   LEFT JOIN LATERAL (SELECT min(h.valid_from) AS at
                        FROM payment_escalation_process_history h
-                       LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'PaymentEscalationProcess' AND m.resource_id = h.resource_id AND m.version = h.version) AS y(f) ON true
+                       LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'PaymentEscalationProcess' AND m.resource_id = h.resource_id AND m.version = h.version) AS y(f) ON true
                       WHERE h.resource_id = p.resource_id AND (wh_as_timestamptz(y.f -> 'resetat') IS NOT NULL OR lower(wh_as_text(y.f -> 'status')) = 'reset')) seen ON true;
 
 -- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
@@ -183,7 +183,7 @@ WITH lifecycle AS MATERIALIZED (
     FROM (SELECT wh_as_text(x.f -> 'ordertype') AS order_type, wh_as_text(x.f -> 'status') AS status, wh_as_text(x.f -> 'contractid') AS contract_id,
                  wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
             FROM order_current c
-            LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'Order' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) o
+            LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'Order' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) o
    WHERE lower(o.order_type) IN ('upgrade', 'downgrade') AND (o.completed_at IS NOT NULL OR lower(o.status) = 'completed') AND o.contract_id IS NOT NULL
   UNION ALL
   SELECT movement, contract_id, at FROM metric_contract_transitions
@@ -222,7 +222,7 @@ WITH dunnings AS (
     FROM (SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_id, wh_as_text(x.f -> 'customerid') AS customer_id,
                  wh_as_text(x.f -> 'paymentescalationprocessid') AS process_id, wh_as_timestamptz(x.f -> 'documentdate') AS document_date
             FROM dunning_current c
-            LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'Dunning' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) d
+            LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'Dunning' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) d
 ), levels AS (
   SELECT h.resource_id AS dunning_id, h.dunning_level FROM dunning_history h WHERE h.dunning_level IS NOT NULL
 ), episodes AS (
@@ -292,7 +292,7 @@ SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
   FROM (SELECT lower(wh_as_text(x.f -> 'status')) AS status, wh_as_numeric(x.f -> 'amount') AS amount, wh_as_text(x.f -> 'currency') AS currency,
                wh_as_text(x.f -> 'paymentprovider') AS provider, wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
           FROM payment_transaction_current c
-          LEFT JOIN LATERAL (SELECT m.fields FROM metric_facts m WHERE m.resource_type = 'PaymentTransaction' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) t
+          LEFT JOIN LATERAL (SELECT m.fields FROM version_facts m WHERE m.resource_type = 'PaymentTransaction' AND m.resource_id = c.resource_id AND m.version = c.version) AS x(f) ON true) t
  WHERE t.status IN ('succeeded', 'failed')
  GROUP BY 1, 2, 3;
 
