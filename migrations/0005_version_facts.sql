@@ -14,7 +14,7 @@ CREATE TABLE version_facts (
   valid_from    timestamptz NOT NULL,  -- the version's fetched_at
   valid_to      timestamptz,           -- the next stored version's fetched_at; NULL for the latest
   deleted       boolean     NOT NULL,
-  fields        jsonb,                 -- the keys of version_fact_fields; NULL when none is present
+  fields        jsonb,                 -- the keys of version_facts_keys; NULL when none is present
   PRIMARY KEY (resource_type, resource_id, version)
 );
 -- "Current state": the latest version of each resource, without reading the older ones.
@@ -22,18 +22,24 @@ CREATE INDEX version_facts_current ON version_facts (resource_type, resource_id)
 -- "As of a date": the versions valid at a moment, counted without visiting the rows.
 CREATE INDEX version_facts_valid_from ON version_facts (resource_type, valid_from) INCLUDE (valid_to, deleted);
 
--- Which body keys the stored fields were extracted with, per type: `migrate` generates
--- version_fact_fields from the typed column mapping and the metric views' keys, and re-extracts
--- the fields of a type whose key list differs from the one recorded here.
+-- Per type, the body keys (lower case) whose values version_facts.fields holds: the typed column
+-- mapping's and the metric views'. `migrate` writes them (src/warehouse/version-facts.ts) and
+-- re-extracts the fields of a type whose list changed; a type without a row stores no fields.
 CREATE TABLE version_facts_keys (
   resource_type text   PRIMARY KEY,
   keys          text[] NOT NULL
 );
 
--- Replaced by `migrate` right after the SQL files (src/warehouse/version-facts.ts).
-CREATE FUNCTION version_fact_fields(resource_type text, body jsonb) RETURNS jsonb
+-- The top-level fields of a body named in `keys` (lower case), matched in any letter case, keyed
+-- in lower case; NULL when the body is not an object or has none of them. When a body spells one
+-- key twice, the spelling that sorts first wins (capitals first: PlanId, then planId, then
+-- planid). The trigger below inlines the same expression: a call per row costs several times the
+-- extraction itself.
+CREATE FUNCTION version_fact_fields(keys text[], body jsonb) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN NULL::jsonb;
+RETURN (SELECT jsonb_object_agg(lower(e.key), e.value ORDER BY e.key DESC)
+          FROM jsonb_each(CASE WHEN jsonb_typeof(body) = 'object' THEN body END) AS e
+         WHERE lower(e.key) = ANY (keys));
 
 -- Same shape as advance_resource_heads: set-based statements per INSERT/COPY, the schema from
 -- the trigger (the sink qualifies its names and a rebuild renames the schema). The INSERT gives
@@ -44,10 +50,14 @@ CREATE FUNCTION append_version_facts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE format($q$
     INSERT INTO %1$I.version_facts (resource_type, resource_id, version, valid_from, valid_to, deleted, fields)
-    SELECT resource_type, resource_id, version, fetched_at,
-           lead(fetched_at) OVER (PARTITION BY resource_type, resource_id ORDER BY version),
-           deleted, %1$I.version_fact_fields(resource_type, body)
-      FROM appended$q$, TG_TABLE_SCHEMA);
+    SELECT a.resource_type, a.resource_id, a.version, a.fetched_at,
+           lead(a.fetched_at) OVER (PARTITION BY a.resource_type, a.resource_id ORDER BY a.version),
+           a.deleted, x.fields
+      FROM appended a
+      LEFT JOIN %1$I.version_facts_keys k ON k.resource_type = a.resource_type
+      LEFT JOIN LATERAL (SELECT jsonb_object_agg(lower(e.key), e.value ORDER BY e.key DESC) AS fields
+                           FROM jsonb_each(CASE WHEN k.keys IS NOT NULL AND jsonb_typeof(a.body) = 'object' THEN a.body END) AS e
+                          WHERE lower(e.key) = ANY (k.keys)) x ON true$q$, TG_TABLE_SCHEMA);
   EXECUTE format($q$
     UPDATE %1$I.version_facts f
        SET valid_to = x.valid_to
@@ -68,7 +78,7 @@ CREATE TRIGGER resource_versions_append_version_facts AFTER INSERT ON resource_v
   REFERENCING NEW TABLE AS appended
   FOR EACH STATEMENT EXECUTE FUNCTION append_version_facts();
 
--- The existing history: intervals here, fields by `migrate` (no key list is recorded yet).
+-- The existing history: intervals here, fields by `migrate` (no key list is written yet).
 INSERT INTO version_facts (resource_type, resource_id, version, valid_from, valid_to, deleted)
 SELECT resource_type, resource_id, version, fetched_at,
        lead(fetched_at) OVER (PARTITION BY resource_type, resource_id ORDER BY version), deleted
@@ -77,3 +87,4 @@ SELECT resource_type, resource_id, version, fetched_at,
 -- The trigger runs as the role that appends: the writer. The analyst reads facts only through
 -- the views.
 GRANT SELECT, INSERT, UPDATE ON version_facts TO billing_loader_writer;
+GRANT SELECT ON version_facts_keys TO billing_loader_writer;

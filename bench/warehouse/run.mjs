@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Analyst layer benchmark. Not a test: it measures and prints, it asserts nothing.
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT, through the same trigger that keeps the heads): bodies of
@@ -45,6 +45,7 @@ const { values: args } = parseArgs({
     'sink-records': { type: 'string', default: '200000' },
     keep: { type: 'boolean', default: false },
     'metrics-only': { type: 'boolean', default: false },
+    reuse: { type: 'string' },
   },
 });
 const N = Number(args.versions);
@@ -56,11 +57,12 @@ const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().sl
 
 const suffix = randomBytes(3).toString('hex');
 const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: `benchwh_${suffix}`, DATABASE_SCHEMA: `benchwh_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
-const schema = config.databaseSchema;
-const oldSchema = `${schema}_old`;
-const sinkSchema = `${schema}_sink`;
-const copySchema = `${schema}_copy`;
-const noFactsSchema = `${schema}_nofacts`;
+// --reuse <schema>: the generated warehouse a run with --keep left (no new generation; migrated again).
+const schema = args.reuse ?? config.databaseSchema;
+const oldSchema = `${config.databaseSchema}_old`;
+const sinkSchema = `${config.databaseSchema}_sink`;
+const copySchema = `${config.databaseSchema}_copy`;
+const noFactsSchema = `${config.databaseSchema}_nofacts`;
 const S = quoteIdent(schema);
 const O = quoteIdent(oldSchema);
 const log = createLogger(config.logLevel);
@@ -162,6 +164,14 @@ async function generate() {
     `SELECT count(*)::bigint AS versions, avg(octet_length(body::text))::int AS body_bytes, pg_size_pretty(pg_total_relation_size('${schema}.resource_versions')) AS size FROM ${S}.resource_versions`,
   );
   return { ms, ...rows[0] };
+}
+
+async function reuse() {
+  await migrate(pool, { schema, log });
+  const { rows } = await pool.query(
+    `SELECT count(*)::bigint AS versions, avg(octet_length(body::text))::int AS body_bytes, pg_size_pretty(pg_total_relation_size('${schema}.resource_versions')) AS size FROM ${S}.resource_versions`,
+  );
+  return { ms: 0, ...rows[0] };
 }
 
 /** Migration 0002's views (window and DISTINCT ON over the whole type), over the same table. */
@@ -398,7 +408,7 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
 
 try {
   say(`${N} versions over ${R} resources; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
-  const generated = await generate();
+  const generated = args.reuse ? await reuse() : await generate();
   say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
   if (!args['metrics-only']) await createOldViews();
   const { rows: picks } = await pool.query(

@@ -77,7 +77,7 @@ describe('version facts: each version\'s validity and the fields the analyst lay
       { type: 'Contract', id: 'c-1', version: 1, at: '2025-01-01T00:00:00Z', body: pascal },
       { type: 'Contract', id: 'c-2', version: 1, at: '2025-01-01T00:00:00Z', body: camel },
       { type: 'Contract', id: 'c-3', version: 1, at: '2025-01-01T00:00:00Z', body: shouting },
-      // A body spelling one key twice: the declared spelling wins, as the typed columns always did.
+      // A body spelling one key twice: the spelling that sorts first (capitals first) wins.
       { type: 'Contract', id: 'c-4', version: 1, at: '2025-01-01T00:00:00Z', body: { planid: 'folded', PlanId: 'declared', planId: 'camel' } },
       { type: 'Customer', id: 'k-1', version: 1, at: '2025-01-01T00:00:00Z', body: { id: 'k-1', unknownKey: 1 } },
     ]);
@@ -176,6 +176,6 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     const view = await pool.query(`SELECT resource_id, nickname FROM ${quoteIdent(schema)}.customer_history ORDER BY 1`);
     expect(view.rows).toEqual([{ resource_id: 'k-1', nickname: 'Kim' }, { resource_id: 'k-2', nickname: 'Lee' }]);
     const keys = await pool.query(`SELECT keys FROM ${quoteIdent(schema)}.version_facts_keys WHERE resource_type = 'Customer'`);
-    expect(keys.rows[0].keys).toContain('NickName');
+    expect(keys.rows[0].keys).toContain('nickname');
   });
 });
