@@ -10,7 +10,7 @@ import type { TypedColumns } from './typed-columns.js';
  * there); a unit test checks it.
  */
 export const METRIC_FACT_KEYS: Readonly<Partial<Record<ResourceType, readonly string[]>>> = {
-  Contract: ['PlanId', 'StartDate', 'TrialEndDate', 'CancellationDate', 'EndDate', 'Phases', 'LifecycleStatus'],
+  Contract: ['CustomerId', 'PlanId', 'StartDate', 'TrialEndDate', 'CancellationDate', 'EndDate', 'Phases', 'LifecycleStatus'],
   Order: ['OrderType', 'Status', 'ContractId', 'CreatedAt', 'CompletedAt'],
   Dunning: ['ContractId', 'CustomerId', 'PaymentEscalationProcessId', 'DocumentDate', 'DunningLevel'],
   PaymentTransaction: ['Status', 'Amount', 'Currency', 'PaymentProvider', 'CreatedAt', 'CompletedAt'],
