@@ -116,11 +116,21 @@ SELECT p.resource_id AS process_id,
 -- that is not in the future; to today when that date is less than 32 days ago. Computed from
 -- each contract's state changes (a running sum), not contract by day.
 CREATE VIEW contract_daily AS
-WITH points AS (
-  SELECT l.contract_id, l.plan_id, l.phases, l.trial_end_date, l.cancellation_date, l.end_date, v.at
+-- Each contract's phases are parsed once, into arrays (their starts; the starts and plans of those
+-- with a plan, in phase order): parsing them again for every state change was most of the cost.
+WITH contracts AS (
+  SELECT l.contract_id, l.plan_id, l.start_date, l.trial_end_date, l.cancellation_date, l.end_date, ph.starts, ph.plan_starts, ph.plans
     FROM metric_contract_lifecycle l
+    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.n) AS starts,
+                               array_agg(p.starts_at ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plan_starts,
+                               array_agg(p.plan_id ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plans
+                          FROM metric_contract_phases(l.phases) p
+                        OFFSET 0) ph
+), points AS (
+  SELECT l.contract_id, l.plan_id, l.plan_starts, l.plans, l.trial_end_date, l.cancellation_date, l.end_date, v.at
+    FROM contracts l
     CROSS JOIN LATERAL (SELECT l.start_date UNION SELECT l.trial_end_date UNION SELECT l.cancellation_date UNION SELECT l.end_date
-                        UNION SELECT p.starts_at FROM metric_contract_phases(l.phases) p) v(at)
+                        UNION SELECT unnest(l.starts)) v(at)
    WHERE v.at >= l.start_date
 ), segments AS (
   SELECT p.at,
@@ -130,8 +140,8 @@ WITH points AS (
               WHEN p.trial_end_date > p.at THEN 'in_trial'
               ELSE 'active'
          END AS state,
-         COALESCE((SELECT ph.plan_id FROM metric_contract_phases(p.phases) ph
-                    WHERE ph.starts_at <= p.at AND ph.plan_id IS NOT NULL ORDER BY ph.starts_at DESC, ph.n DESC LIMIT 1), p.plan_id) AS plan_id
+         COALESCE((SELECT x.plan_id FROM unnest(p.plan_starts, p.plans) WITH ORDINALITY AS x(starts_at, plan_id, n)
+                    WHERE x.starts_at <= p.at ORDER BY x.starts_at DESC, x.n DESC LIMIT 1), p.plan_id) AS plan_id
     FROM points p
 ), deltas AS (
   SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
