@@ -271,8 +271,10 @@ export function expectNothingLost(result: Awaited<ReturnType<FaultRun['finish']>
 }
 
 /**
- * For each resource a truth problem names, which versions the snapshot topic holds beside those
- * in the warehouse: tells a version the enricher never published from one the sink never wrote.
+ * For each resource a truth problem names, what the snapshots, heads and requests topics hold
+ * for it (committed, and also uncommitted: a record only there was in an aborted or open
+ * transaction) beside its versions in the warehouse: tells a version the enricher never
+ * published, or published from a wrong head, from one the sink never wrote.
  */
 async function whereVersionsAre(kafka: Kafka, config: Config, pool: pg.Pool, problems: string[]): Promise<string[]> {
   const keys = new Set(problems.flatMap((p) => [...p.matchAll(/(\w+):"([^"]+)"/g)].map((m) => `${m[1]}:${m[2]}`)));
