@@ -102,7 +102,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         // wrote follow-up requests into request partitions) hide everything after them from a
         // read-committed consumer, so the first batch would never come and the partitions would
         // wait for the transaction timeout. Fencing with our producers aborts those transactions.
-        prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
+        prepare(generation).catch((err: unknown) => {
+          // Overtaken by a later join or reset: that one prepares, nothing failed.
+          if (!(err instanceof PreparationOvertaken)) log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) });
+        });
       }),
 
     /** Fences and restores heads for the assignment `gen`, once; a failure is retried at the next call. */
