@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
@@ -22,6 +21,7 @@ import { testConfig } from '../helpers/environment.js';
 import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { compareWarehouseToTruth, compareWebhooksToDeliveries, type TruthReport, type WebhookCoverage } from '../helpers/warehouse-truth.js';
+import { freePort } from '../helpers/free-port.js';
 
 export type Component = 'ingress' | 'enricher' | 'sink';
 const COMPONENTS: Component[] = ['sink', 'enricher', 'ingress'];
@@ -87,13 +87,6 @@ export interface FaultRun {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 /**
  * The pipeline as three separate processes (the built CLI: `npm test` builds dist/ first; run
