@@ -9,9 +9,9 @@
 -- days. pipeline_health is about the loader, so it uses the load-side times.
 
 -- The top-level fields of a body named in `keys` (lower case) as one small object keyed in lower
--- case, matched in any letter case as the typed columns are (spec 9.3). A typed column reads
--- (decompresses) the stored body once per column; this reads it once per version, which is most
--- of what a metric view costs. Used in FROM (LATERAL), so it runs once per row.
+-- case, matched in any letter case as the typed columns are (spec 9.3). The metric views read the
+-- same fields from version_facts (migration 0005), stored once per version when it is appended,
+-- because reading them here decompresses every body on every query; this stays for analysts.
 DROP FUNCTION IF EXISTS metric_fields(jsonb, text[]);
 CREATE FUNCTION metric_fields(body jsonb, keys text[]) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -37,23 +37,27 @@ END;
 -- contract became paying: the start of its first phase that is neither Trial nor Inactive; for a
 -- body without Phases, the trial's end if the contract outlived it.
 CREATE VIEW metric_contract_lifecycle AS
-SELECT c.*,
-       CASE WHEN c.trial_end_date IS NULL THEN NULL
-            WHEN c.phases IS NOT NULL THEN
-              (SELECT min(p.starts_at) FROM metric_contract_phases(c.phases) p
-                WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= c.start_date)
-            WHEN c.trial_end_date <= now() AND (c.end_date IS NULL OR c.end_date > c.trial_end_date) THEN c.trial_end_date
-       END AS converted_at
+SELECT c.*, cv.converted_at
   FROM (SELECT c.resource_id AS contract_id,
-               c.customer_id,
+               wh_as_text(x.f -> 'customerid') AS customer_id,
                wh_as_text(x.f -> 'planid') AS plan_id,
                wh_as_timestamptz(x.f -> 'startdate') AS start_date,
                CASE WHEN wh_as_timestamptz(x.f -> 'trialenddate') > wh_as_timestamptz(x.f -> 'startdate') THEN wh_as_timestamptz(x.f -> 'trialenddate') END AS trial_end_date,
                wh_as_timestamptz(x.f -> 'cancellationdate') AS cancellation_date,
                wh_as_timestamptz(x.f -> 'enddate') AS end_date,
                CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
-          FROM contract_current c
-          CROSS JOIN LATERAL metric_fields(c.body, '{planid,startdate,trialenddate,cancellationdate,enddate,phases}') AS x(f)) c
+          FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' AND valid_to IS NULL AND NOT deleted) c
+          CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) c
+  -- OFFSET 0 keeps it a subquery evaluated once per contract: flattened, every use of
+  -- converted_at would walk the phases again.
+  CROSS JOIN LATERAL (
+    SELECT CASE WHEN c.trial_end_date IS NULL THEN NULL
+                WHEN c.phases IS NOT NULL THEN
+                  (SELECT min(p.starts_at) FROM metric_contract_phases(c.phases) p
+                    WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= c.start_date)
+                WHEN c.trial_end_date <= now() AND (c.end_date IS NULL OR c.end_date > c.trial_end_date) THEN c.trial_end_date
+           END AS converted_at
+    OFFSET 0) cv
  WHERE c.start_date IS NOT NULL;
 
 -- Changes only the version history shows, because the latest body no longer carries them: a
@@ -65,8 +69,8 @@ SELECT x.contract_id, m.movement, m.at
   FROM (SELECT y.*, lag(y.cancellation_date) OVER w AS previous_cancellation_date, lag(y.status) OVER w AS previous_status
           FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
                        wh_as_timestamptz(b.f -> 'cancellationdate') AS cancellation_date, wh_as_text(b.f -> 'lifecyclestatus') AS status
-                  FROM contract_history h
-                  CROSS JOIN LATERAL metric_fields(h.body, '{cancellationdate,lifecyclestatus}') AS b(f)) y
+                  FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract') h
+                  CROSS JOIN LATERAL (SELECT h.fields) AS b(f)) y
         WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
     SELECT 'cancellation' AS movement, x.cancellation_date AS at
@@ -96,11 +100,11 @@ SELECT p.resource_id AS process_id,
                    ORDER BY c.version DESC LIMIT 1) >= 0 THEN 'paid'
             ELSE 'reset'
        END AS outcome
-  FROM payment_escalation_process_current p
-  CROSS JOIN LATERAL metric_fields(p.body, '{contractid,customerid,startedat,triggerdays,steps,resetat}') AS x(f)
+  FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentEscalationProcess' AND valid_to IS NULL AND NOT deleted) p
+  CROSS JOIN LATERAL (SELECT p.fields) AS x(f)
   LEFT JOIN LATERAL (SELECT min(h.valid_from) AS at
-                       FROM payment_escalation_process_history h
-                       CROSS JOIN LATERAL metric_fields(h.body, '{resetat,status}') AS y(f)
+                       FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentEscalationProcess') h
+                       CROSS JOIN LATERAL (SELECT h.fields) AS y(f)
                       WHERE h.resource_id = p.resource_id AND (wh_as_timestamptz(y.f -> 'resetat') IS NOT NULL OR lower(wh_as_text(y.f -> 'status')) = 'reset')) seen ON true;
 
 -- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
@@ -112,11 +116,21 @@ SELECT p.resource_id AS process_id,
 -- that is not in the future; to today when that date is less than 32 days ago. Computed from
 -- each contract's state changes (a running sum), not contract by day.
 CREATE VIEW contract_daily AS
-WITH points AS (
-  SELECT l.contract_id, l.plan_id, l.phases, l.trial_end_date, l.cancellation_date, l.end_date, v.at
+-- Each contract's phases are parsed once, into arrays (their starts; the starts and plans of those
+-- with a plan, in phase order): parsing them again for every state change was most of the cost.
+WITH contracts AS (
+  SELECT l.contract_id, l.plan_id, l.start_date, l.trial_end_date, l.cancellation_date, l.end_date, ph.starts, ph.plan_starts, ph.plans
     FROM metric_contract_lifecycle l
+    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.n) AS starts,
+                               array_agg(p.starts_at ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plan_starts,
+                               array_agg(p.plan_id ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plans
+                          FROM metric_contract_phases(l.phases) p
+                        OFFSET 0) ph
+), points AS (
+  SELECT l.contract_id, l.plan_id, l.plan_starts, l.plans, l.trial_end_date, l.cancellation_date, l.end_date, v.at
+    FROM contracts l
     CROSS JOIN LATERAL (SELECT l.start_date UNION SELECT l.trial_end_date UNION SELECT l.cancellation_date UNION SELECT l.end_date
-                        UNION SELECT p.starts_at FROM metric_contract_phases(l.phases) p) v(at)
+                        UNION SELECT unnest(l.starts)) v(at)
    WHERE v.at >= l.start_date
 ), segments AS (
   SELECT p.at,
@@ -126,8 +140,8 @@ WITH points AS (
               WHEN p.trial_end_date > p.at THEN 'in_trial'
               ELSE 'active'
          END AS state,
-         COALESCE((SELECT ph.plan_id FROM metric_contract_phases(p.phases) ph
-                    WHERE ph.starts_at <= p.at AND ph.plan_id IS NOT NULL ORDER BY ph.starts_at DESC, ph.n DESC LIMIT 1), p.plan_id) AS plan_id
+         COALESCE((SELECT x.plan_id FROM unnest(p.plan_starts, p.plans) WITH ORDINALITY AS x(starts_at, plan_id, n)
+                    WHERE x.starts_at <= p.at ORDER BY x.starts_at DESC, x.n DESC LIMIT 1), p.plan_id) AS plan_id
     FROM points p
 ), deltas AS (
   SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
@@ -182,8 +196,8 @@ WITH lifecycle AS MATERIALIZED (
   SELECT lower(o.order_type), o.contract_id, COALESCE(o.completed_at, o.created_at)
     FROM (SELECT wh_as_text(x.f -> 'ordertype') AS order_type, wh_as_text(x.f -> 'status') AS status, wh_as_text(x.f -> 'contractid') AS contract_id,
                  wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
-            FROM order_current c
-            CROSS JOIN LATERAL metric_fields(c.body, '{ordertype,status,contractid,createdat,completedat}') AS x(f)) o
+            FROM (SELECT * FROM version_facts WHERE resource_type = 'Order' AND valid_to IS NULL AND NOT deleted) c
+            CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) o
    WHERE lower(o.order_type) IN ('upgrade', 'downgrade') AND (o.completed_at IS NOT NULL OR lower(o.status) = 'completed') AND o.contract_id IS NOT NULL
   UNION ALL
   SELECT movement, contract_id, at FROM metric_contract_transitions
@@ -221,8 +235,8 @@ WITH dunnings AS (
   SELECT d.dunning_id, d.contract_id, d.customer_id, d.process_id, COALESCE(d.process_id, d.dunning_id) AS episode_id, d.document_date
     FROM (SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_id, wh_as_text(x.f -> 'customerid') AS customer_id,
                  wh_as_text(x.f -> 'paymentescalationprocessid') AS process_id, wh_as_timestamptz(x.f -> 'documentdate') AS document_date
-            FROM dunning_current c
-            CROSS JOIN LATERAL metric_fields(c.body, '{contractid,customerid,paymentescalationprocessid,documentdate}') AS x(f)) d
+            FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning' AND valid_to IS NULL AND NOT deleted) c
+            CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
 ), levels AS (
   SELECT h.resource_id AS dunning_id, h.dunning_level FROM dunning_history h WHERE h.dunning_level IS NOT NULL
 ), episodes AS (
@@ -291,8 +305,8 @@ SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'failed'), 0) AS failed_amount
   FROM (SELECT lower(wh_as_text(x.f -> 'status')) AS status, wh_as_numeric(x.f -> 'amount') AS amount, wh_as_text(x.f -> 'currency') AS currency,
                wh_as_text(x.f -> 'paymentprovider') AS provider, wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
-          FROM payment_transaction_current c
-          CROSS JOIN LATERAL metric_fields(c.body, '{status,amount,currency,paymentprovider,createdat,completedat}') AS x(f)) t
+          FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentTransaction' AND valid_to IS NULL AND NOT deleted) c
+          CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) t
  WHERE t.status IN ('succeeded', 'failed')
  GROUP BY 1, 2, 3;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Analyst layer benchmark. Not a test: it measures and prints, it asserts nothing.
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT, through the same trigger that keeps the heads): bodies of
@@ -45,6 +45,7 @@ const { values: args } = parseArgs({
     'sink-records': { type: 'string', default: '200000' },
     keep: { type: 'boolean', default: false },
     'metrics-only': { type: 'boolean', default: false },
+    reuse: { type: 'string' },
   },
 });
 const N = Number(args.versions);
@@ -56,10 +57,12 @@ const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().sl
 
 const suffix = randomBytes(3).toString('hex');
 const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: `benchwh_${suffix}`, DATABASE_SCHEMA: `benchwh_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
-const schema = config.databaseSchema;
-const oldSchema = `${schema}_old`;
-const sinkSchema = `${schema}_sink`;
-const copySchema = `${schema}_copy`;
+// --reuse <schema>: the generated warehouse a run with --keep left (no new generation; migrated again).
+const schema = args.reuse ?? config.databaseSchema;
+const oldSchema = `${config.databaseSchema}_old`;
+const sinkSchema = `${config.databaseSchema}_sink`;
+const copySchema = `${config.databaseSchema}_copy`;
+const noFactsSchema = `${config.databaseSchema}_nofacts`;
 const S = quoteIdent(schema);
 const O = quoteIdent(oldSchema);
 const log = createLogger(config.logLevel);
@@ -156,10 +159,19 @@ async function generate() {
   const ms = performance.now() - started;
   await pool.query(`VACUUM ANALYZE ${S}.resource_versions`);
   await pool.query(`VACUUM ANALYZE ${S}.resource_heads`);
+  await pool.query(`VACUUM ANALYZE ${S}.version_facts`);
   const { rows } = await pool.query(
     `SELECT count(*)::bigint AS versions, avg(octet_length(body::text))::int AS body_bytes, pg_size_pretty(pg_total_relation_size('${schema}.resource_versions')) AS size FROM ${S}.resource_versions`,
   );
   return { ms, ...rows[0] };
+}
+
+async function reuse() {
+  await migrate(pool, { schema, log });
+  const { rows } = await pool.query(
+    `SELECT count(*)::bigint AS versions, avg(octet_length(body::text))::int AS body_bytes, pg_size_pretty(pg_total_relation_size('${schema}.resource_versions')) AS size FROM ${S}.resource_versions`,
+  );
+  return { ms: 0, ...rows[0] };
 }
 
 /** Migration 0002's views (window and DISTINCT ON over the whole type), over the same table. */
@@ -180,6 +192,14 @@ const MONTH = ['2026-03-01', '2026-04-01'];
 const MONTH_ENDS = `generate_series('2025-12-31'::timestamptz, '2025-12-31'::timestamptz + interval '11 months', interval '1 month')`;
 const AS_OF = '2026-06-30T12:00:00Z';
 
+// The analyst layer as it was before version_facts: typed columns read from the bodies (wh_field's
+// any-case lookup), current state through resource_heads, as of a date a walk back from each head.
+const field = (r, key) => `${S}.wh_as_text(${S}.wh_field(${r}.body, '${key}', '${key.charAt(0).toLowerCase()}${key.slice(1)}', '${key.toLowerCase()}'))`;
+const HEAD_BODIES = `${S}.resource_heads h JOIN ${S}.resource_versions r ON r.resource_type = h.resource_type AND r.resource_id = h.resource_id AND r.version = h.version
+  WHERE h.resource_type = 'Contract' AND NOT h.deleted`;
+const walkBack = (h, at) => `(SELECT x.deleted, x.body FROM ${S}.resource_versions x WHERE x.resource_type = 'Contract' AND x.resource_id = ${h}.resource_id AND x.fetched_at <= ${at}
+  ORDER BY x.version DESC LIMIT 1)`;
+
 function queries(one, customer) {
   return [
     {
@@ -191,6 +211,7 @@ function queries(one, customer) {
       name: 'current contracts by status',
       now: [`SELECT status, count(*) FROM ${S}.contract_current GROUP BY 1 ORDER BY 1`, []],
       old: [`SELECT body->>'LifecycleStatus' AS status, count(*) FROM ${O}.contract_current GROUP BY 1 ORDER BY 1`, []],
+      bodies: [`SELECT ${field('r', 'LifecycleStatus')} AS status, count(*) FROM ${HEAD_BODIES} GROUP BY 1 ORDER BY 1`, []],
     },
     {
       name: 'current contracts of one customer',
@@ -201,6 +222,7 @@ function queries(one, customer) {
       name: 'count of all contracts as of a date',
       now: [`SELECT count(*) FROM ${S}.contract_as_of($1)`, [AS_OF]],
       old: [`SELECT count(*) FROM ${O}.contract_history WHERE valid_from <= $1 AND (valid_to > $1 OR valid_to IS NULL) AND NOT deleted`, [AS_OF]],
+      bodies: [`SELECT count(*) FROM ${S}.resource_heads h CROSS JOIN LATERAL ${walkBack('h', '$1::timestamptz')} s WHERE h.resource_type = 'Contract' AND NOT s.deleted`, [AS_OF]],
     },
     {
       name: 'active contracts by plan at 12 month-ends',
@@ -208,6 +230,11 @@ function queries(one, customer) {
       old: [
         `SELECT m, h.body->>'PlanId', count(*) FROM ${MONTH_ENDS} AS m JOIN ${O}.contract_history h ON h.valid_from <= m AND (h.valid_to > m OR h.valid_to IS NULL)
           WHERE NOT h.deleted AND h.body->>'LifecycleStatus' = 'Active' GROUP BY 1, 2`,
+        [],
+      ],
+      bodies: [
+        `SELECT m, ${field('s', 'PlanId')}, count(*) FROM ${MONTH_ENDS} AS m CROSS JOIN ${S}.resource_heads h CROSS JOIN LATERAL ${walkBack('h', 'm')} s
+          WHERE h.resource_type = 'Contract' AND NOT s.deleted AND ${field('s', 'LifecycleStatus')} = 'Active' GROUP BY 1, 2`,
         [],
       ],
     },
@@ -272,7 +299,7 @@ async function loadThroughSinkAndCopy() {
       const a = kafka.admin();
       await a.connect();
       await a.deleteTopics({ topics: Object.values(names) }).catch(() => undefined);
-      await a.deleteGroups([sinkGroupId(sinkConfig)]).catch(() => undefined);
+      await a.deleteGroups([sinkGroupId(sinkConfig), `${config.topicPrefix}.sink-nofacts`]).catch(() => undefined);
       await a.disconnect();
     }
   }
@@ -317,21 +344,29 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
   await producer.disconnect();
   say(`produced ${M} snapshot records`);
 
-  await migrate(pool, { schema: sinkSchema, log });
-  const metrics = createMetrics();
-  const written = async () => (await metrics.getSingleMetric('billing_loader_sink_rows_written_total')?.get())?.values.reduce((s, v) => s + v.value, 0) ?? 0;
-  const started = performance.now();
-  const sink = await startSink({ log, metrics, health: createHealth() }, sinkConfig);
-  let firstAt;
-  for (;;) {
-    const n = await written();
-    if (n > 0 && firstAt === undefined) firstAt = performance.now();
-    if (n >= M) break;
-    await sleep(100);
-  }
-  const sinkDone = performance.now();
-  await sink.stop();
-  say(`sink wrote ${M} rows`);
+  const runSink = async (target, withFacts) => {
+    await migrate(pool, { schema: target.databaseSchema, log });
+    // The same sink into a warehouse whose version_facts trigger is off: what the facts cost.
+    if (!withFacts) await pool.query(`ALTER TABLE ${quoteIdent(target.databaseSchema)}.resource_versions DISABLE TRIGGER resource_versions_append_version_facts`);
+    const metrics = createMetrics();
+    const written = async () => (await metrics.getSingleMetric('billing_loader_sink_rows_written_total')?.get())?.values.reduce((s, v) => s + v.value, 0) ?? 0;
+    const started = performance.now();
+    const sink = await startSink({ log, metrics, health: createHealth() }, target);
+    let firstAt;
+    for (;;) {
+      const n = await written();
+      if (n > 0 && firstAt === undefined) firstAt = performance.now();
+      if (n >= M) break;
+      await sleep(100);
+    }
+    const done = performance.now();
+    await sink.stop();
+    say(`sink wrote ${M} rows${withFacts ? '' : ' (version_facts trigger off)'}`);
+    return { started, firstAt, done };
+  };
+  const { started, firstAt, done: sinkDone } = await runSink(sinkConfig, true);
+  const noFactsConfig = { ...sinkConfig, databaseSchema: noFactsSchema, sinkGroupId: `${config.topicPrefix}.sink-nofacts` };
+  const noFacts = await runSink(noFactsConfig, false);
 
   // Plain COPY: same columns and indexes; no trigger (neither the heads nor the append-only fence)
   // and no generated `fields`: the table as it was before the analyst layer.
@@ -365,13 +400,15 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
     steadySinkRowsPerSecond: Math.round(M / ((sinkDone - firstAt) / 1000)),
     copyRowsPerSecond: Math.round(M / (copyMs / 1000)),
     ratio: +(copyMs / sinkMs).toFixed(2),
+    withoutFactsRowsPerSecond: Math.round(M / ((noFacts.done - noFacts.started) / 1000)),
+    withoutFactsRatio: +(copyMs / (noFacts.done - noFacts.started)).toFixed(2),
     steadyRatio: +(copyMs / (sinkDone - firstAt)).toFixed(2),
   };
 }
 
 try {
   say(`${N} versions over ${R} resources; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
-  const generated = await generate();
+  const generated = args.reuse ? await reuse() : await generate();
   say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
   if (!args['metrics-only']) await createOldViews();
   const { rows: picks } = await pool.query(
@@ -382,8 +419,9 @@ try {
   for (const q of args['metrics-only'] ? [] : queries(picks[0].one, picks[0].customer)) {
     const now = await time(q.now, RUNS);
     const old = OLD_RUNS > 0 ? await time(q.old, OLD_RUNS) : undefined;
-    results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined });
-    say(`${q.name}: ${now.ms} ms (${now.rows} rows)${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}`);
+    const bodies = OLD_RUNS > 0 && q.bodies ? await time(q.bodies, OLD_RUNS) : undefined;
+    results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined, fromBodiesMs: bodies?.ms, fromBodiesRows: bodies?.rows });
+    say(`${q.name}: ${now.ms} ms (${now.rows} rows)${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}${bodies ? `; typed columns from the bodies ${bodies.ms} ms (${bodies.rows} rows)` : ''}`);
   }
   const metricResults = [];
   for (const q of metricQueries()) {
@@ -392,9 +430,9 @@ try {
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)`);
   }
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
-  if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio})`);
+  if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
   console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, sink }, null, 2));
 } finally {
-  if (!args.keep) for (const s of [schema, oldSchema, sinkSchema, copySchema]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
+  if (!args.keep) for (const s of [schema, oldSchema, sinkSchema, copySchema, noFactsSchema]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
   await pool.end();
 }

@@ -3,6 +3,7 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import { createBillingApiClient, type BillingApiClient } from '../billing-api/client.js';
 import { billingApiClientOptions } from '../billing-api/client-options.js';
 import type { Config } from '../config.js';
+import { LoaderError } from '../errors.js';
 import { createHealth, type Health } from '../health.js';
 import { createKafka, kafkaConnection } from '../kafka/client.js';
 import { stopOnSignal } from '../lifecycle.js';
@@ -81,11 +82,36 @@ export function composeComponents(config: Config, options: { clientId: string; l
  * Starts a command's stages with `start`; if that fails, what was already started (the ops
  * server, the API client) is stopped before the error goes on to the CLI's one-line report.
  */
-export async function startOrStop(components: Components, start: () => Promise<void>): Promise<void> {
+export async function startOrStop(components: Components, start: () => Promise<void>, deadlineMs = START_DEADLINE_MS): Promise<void> {
+  // The ops server answers while the stages are still starting, and each dependency's check may
+  // pass long before the last stage has joined its group: without this, /readyz said 200 for an
+  // enricher whose router did not exist yet.
+  components.health.setCondition(STARTING_CONDITION, 'starting: not every stage has started yet');
+  let timer: NodeJS.Timeout | undefined;
+  // An enricher's start once never ended after the broker went away in the middle of it (a Kafka
+  // client call left pending): a start that never ends becomes a failed start, which the
+  // supervisor restarts, instead of a process that is never ready.
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new LoaderError(`not started within ${Math.round(deadlineMs / 1000)} s (is Kafka reachable? see the log); exiting, for the supervisor to start it again`)), deadlineMs);
+  });
   try {
-    await start();
+    await Promise.race([start(), deadline]);
   } catch (err) {
+    components.health.setCondition(STARTING_CONDITION, 'start failed');
     await components.stop().catch(() => undefined);
     throw err;
+  } finally {
+    clearTimeout(timer);
   }
+  components.health.setCondition(STARTING_CONDITION, undefined);
 }
+
+/**
+ * How long a command's stages may take to start. Long enough for a broker that is starting or
+ * electing leaders (a few tens of seconds on a loaded machine), short enough that a supervisor
+ * restarts a hung start within minutes.
+ */
+export const START_DEADLINE_MS = 180_000;
+
+/** The readiness condition held from the start of a command until all its stages have started. */
+export const STARTING_CONDITION = 'startup';

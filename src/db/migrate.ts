@@ -7,6 +7,7 @@ import { packageRoot } from '../package-root.js';
 import { createAnalystObjects } from '../warehouse/analyst-views.js';
 import { createMetricViews, dropMetricViews, loadMetricViewsSql } from '../warehouse/metric-views.js';
 import { loadTypedColumns } from '../warehouse/typed-columns.js';
+import { refreshVersionFacts } from '../warehouse/version-facts.js';
 import { checksumMatches, migrationChecksum } from './migration-checksum.js';
 import { quoteIdent } from './pool.js';
 
@@ -54,6 +55,8 @@ async function readMigrations(dir: string): Promise<Migration[]> {
  * replace them, and a user extends the mapping by editing it and migrating again. The metric views
  * (warehouse/metric-views.sql) read those views: they are dropped before and created after them
  * in the same transaction, so a mapping change never fails on them and never leaves them missing.
+ * The fields version_facts stores follow the mapping too: when its key list changed, they are
+ * re-extracted from the bodies in that transaction (src/warehouse/version-facts.ts).
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
@@ -98,10 +101,11 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
       try {
         await client.query(`SET LOCAL search_path TO ${schema}, public`);
         await dropMetricViews(client, options.schema, metrics.views);
+        const reextracted = await refreshVersionFacts(client, options.schema, typed, options.log);
         const objects = await createAnalystObjects(client, options.schema, typed);
         await createMetricViews(client, options.schema, metrics);
         await client.query('COMMIT');
-        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length });
+        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length, factsReextracted: reextracted });
       } catch (err) {
         await client.query('ROLLBACK');
         throw err;

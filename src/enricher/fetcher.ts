@@ -19,7 +19,7 @@ import { parseBody, usablePrefetched, type RetryRules } from './read-decision.js
 import { groupRequests, planPart, type Pending, type ReadResult } from './part-plan.js';
 import { createPartPublisher } from './part-publisher.js';
 import { openHeadCache } from './head-cache.js';
-import { createPartitionOwner } from './partition-owner.js';
+import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -144,7 +144,13 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const { batch } = payload;
     if (batch.isEmpty()) return;
     const gen = owner.generation();
-    await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, owner.prepare(gen));
+    try {
+      await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, owner.prepare(gen));
+    } catch (err) {
+      // Nothing resolved: the batch is fetched again and the next call prepares anew.
+      if (err instanceof PreparationOvertaken) return;
+      throw err;
+    }
     metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
     let sizer = partSizers.get(batch.partition);
     if (!sizer) partSizers.set(batch.partition, (sizer = createPartSizer(sessionTimeoutMs / 6)));

@@ -2,6 +2,7 @@ import type { Kafka } from 'kafkajs';
 import { LoaderError } from '../errors.js';
 import { readToEnd } from '../kafka/read-to-end.js';
 import { resumeOffset, type HeadCache } from './head-cache.js';
+import { isRestoreBarrier } from './head-store.js';
 
 /**
  * Records applied between two remaps of the caches being loaded: random keys touch a new 4 KiB
@@ -25,9 +26,12 @@ export interface CatchUp {
  * it is valid for this cluster and log (resumeOffset), else from the start after wiping it.
  * Another instance may have written heads while this one did not own a partition; reading from
  * the mark to the end picks them up. The caller fences older producers of those partitions
- * first, so no transaction is left open at the end of the log.
+ * first and passes, per partition, the key of a barrier it committed after fencing
+ * (writeRestoreBarrier): the partition is read up to that record, not to the last stable offset,
+ * which stops short of everything after a transaction the coordinator has not completed yet.
+ * Without barriers (tools, benchmarks) it reads to the end ListOffsets reports.
  */
-export async function catchUpHeads(kafka: Kafka, topic: string, partitions: number[], cache: HeadCache): Promise<CatchUp[]> {
+export async function catchUpHeads(kafka: Kafka, topic: string, partitions: number[], cache: HeadCache, barriers?: ReadonlyMap<number, string>): Promise<CatchUp[]> {
   if (partitions.length === 0) return [];
   const admin = kafka.admin();
   await admin.connect();
@@ -56,13 +60,14 @@ export async function catchUpHeads(kafka: Kafka, topic: string, partitions: numb
     (partition, m) => {
       const key = m.key?.toString('utf8');
       const progress = result.get(partition);
-      if (!progress || key === undefined) return;
+      if (!progress || key === undefined || isRestoreBarrier(key)) return;
       progress.records++;
       cache.partition(partition).apply(key, m.value);
     },
     partitions,
     {
       from: new Map([...result.values()].map((c) => [c.partition, c.from])),
+      ...(barriers ? { barriers } : {}),
       afterBatch: async (partition) => {
         await cache.partition(partition).flushed();
         if (appliedSinceRemap() < REMAP_EVERY) return;

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { Producer } from 'kafkajs';
 import type { Head } from './versioning.js';
 
 /** A head as stored on the heads topic: the version decision's input, plus the fetch time (valid_from stays monotonic). */
@@ -19,4 +21,34 @@ export function decodeHead(value: Buffer): StoredHead {
     version: h.version, contentHash: h.contentHash, deleted: h.deleted, fetchedAt: h.fetchedAt, ...(typeof h.customerId === 'string' ? { customerId: h.customerId } : {}),
     ...(Array.isArray(h.escalationProcessIds) ? { escalationProcessIds: h.escalationProcessIds.filter((id): id is string => typeof id === 'string') } : {}),
   };
+}
+
+/** Keys of restore barriers: tombstones, so compaction drops them and no reader keeps one. */
+const BARRIER_PREFIX = 'restore-barrier:';
+
+/**
+ * Commits a barrier (a tombstone under a fresh key) to a heads partition, with the producer that
+ * has just fenced the partition's previous owner. Reading the partition read-committed up to the
+ * barrier (catchUpHeads) then sees every head committed before it, and waits for any transaction
+ * still open before it rather than stopping there. Without one, a partition whose first unread
+ * record belongs to a transaction still open looks read to its end (read-to-end.ts): a restore
+ * right after a broker restart came back without heads that had committed, and the fetcher
+ * numbered those resources' versions from 1 again.
+ */
+export async function writeRestoreBarrier(producer: Producer, topic: string, partition: number): Promise<string> {
+  const key = `${BARRIER_PREFIX}${randomUUID()}`;
+  const transaction = await producer.transaction();
+  try {
+    await transaction.send({ topic, acks: -1, messages: [{ key, value: null, partition }] });
+    await transaction.commit();
+  } catch (err) {
+    await transaction.abort().catch(() => undefined);
+    throw err;
+  }
+  return key;
+}
+
+/** A restore barrier's key: a catch-up skips it (it is no head). */
+export function isRestoreBarrier(key: string): boolean {
+  return key.startsWith(BARRIER_PREFIX);
 }

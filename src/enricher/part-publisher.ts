@@ -1,6 +1,7 @@
 import type { Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
+import { sendOffsets } from '../kafka/send-offsets.js';
 import { partitionBySize, splitSends } from '../kafka/split-sends.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeadLetter } from '../wire/dead-letter.js';
@@ -75,7 +76,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
         if (where.length !== 1 || base === undefined || (headsEnd && headsEnd.partition !== where[0]?.partition)) headsUnknown = true;
         else headsEnd = { partition: (where[0] as { partition: number }).partition, offset: (BigInt(base) + BigInt(heads)).toString() };
       }
-      await transaction.sendOffsets({
+      await sendOffsets(transaction, {
         consumerGroupId: deps.groupId,
         topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: (BigInt(part.lastOffset) + 1n).toString() }] }],
       });

@@ -7,6 +7,7 @@ import type { EnricherTopics } from '../wire/topics.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { HeadCache, PartitionHeadCache } from './head-cache.js';
 import { catchUpHeads } from './head-catch-up.js';
+import { writeRestoreBarrier } from './head-store.js';
 
 export interface PartitionOwnerDeps {
   kafka: Kafka;
@@ -46,7 +47,12 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   const producers = new Map<number, Producer>();
   /** Partitions whose cache is caught up in the current generation. */
   const caughtUp = new Set<number>();
-  /** Moves at every join and reset: a cache write of an earlier epoch could land after a later catch-up. */
+  // Bumped by every group join and every reset. A cache write of an earlier epoch could land
+  // after a later catch-up, and a preparation started before one installs nothing: without it,
+  // a preparation overtaken by a reset (two partitions' transactions failing together in a
+  // broker restart) still installed its producers, which a later preparation had fenced, and
+  // its heads, read before transactions that committed meanwhile: versions numbered again from
+  // stale heads.
   let epoch = 0;
   // Catch-ups run one at a time: two of one partition at once (an old generation's, late, and a
   // new one's) could write an older head over a newer one.
@@ -64,29 +70,39 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
 
   const prepare = (gen: number): Promise<void> => {
     ready ??= (async () => {
+      const started = epoch;
       const partitions = [...assigned];
-      await Promise.all(
-        partitions.map(async (p) => {
-          const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
-          await producer.connect();
-          if (closed) {
-            await producer.disconnect();
-            throw new Error('partition owner closed');
-          }
-          producers.set(p, producer);
-          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
-          // restore below, which an open transaction of the previous owner would hold up.
-          await fencePreviousOwner(producer);
-        }),
-      );
-      const started = Date.now();
-      const run = catchUps.catch(() => undefined).then(() => catchUpHeads(kafka, deps.internal.heads, partitions, deps.cache));
-      catchUps = run;
-      const caught = await run;
-      for (const c of caught) deps.metrics.headsRestored.inc({ mode: c.full ? 'full' : 'resumed' }, c.records);
-      if (gen !== generation) return;
-      for (const p of partitions) caughtUp.add(p);
-      log.info('heads restored', { partitions, fromOffsets: caught.map((c) => `${c.partition}:${c.from}${c.full ? ' (full)' : ''}`), records: caught.reduce((n, c) => n + c.records, 0), ms: Date.now() - started });
+      const created = new Map<number, Producer>();
+      const barriers = new Map<number, string>();
+      try {
+        await Promise.all(
+          partitions.map(async (p) => {
+            const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
+            created.set(p, producer);
+            await producer.connect();
+            if (closed) throw new Error('partition owner closed');
+            // An overtaken preparation must not fence the producers of the one that overtook it.
+            if (started !== epoch) throw new PreparationOvertaken();
+            // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
+            // catch-up below, which an open transaction of the previous owner would hold up.
+            await fencePreviousOwner(producer);
+            // The catch-up reads up to this barrier, not to the last stable offset (read-to-end.ts).
+            barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p));
+          }),
+        );
+        const began = Date.now();
+        const run = catchUps.catch(() => undefined).then(() => catchUpHeads(kafka, deps.internal.heads, partitions, deps.cache, barriers));
+        catchUps = run;
+        const caught = await run;
+        for (const c of caught) deps.metrics.headsRestored.inc({ mode: c.full ? 'full' : 'resumed' }, c.records);
+        if (started !== epoch || gen !== generation) throw new PreparationOvertaken();
+        for (const [p, producer] of created) producers.set(p, producer);
+        for (const p of partitions) caughtUp.add(p);
+        log.info('heads restored', { partitions, fromOffsets: caught.map((c) => `${c.partition}:${c.from}${c.full ? ' (full)' : ''}`), records: caught.reduce((n, c) => n + c.records, 0), ms: Date.now() - began });
+      } catch (err) {
+        await Promise.allSettled([...created.values()].map((producer) => producer.disconnect()));
+        throw err;
+      }
     })();
     const current = ready;
     current.catch(() => {
@@ -115,7 +131,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         // wrote follow-up requests into request partitions) hide everything after them from a
         // read-committed consumer, so the first batch would never come and the partitions would
         // wait for the transaction timeout. Fencing with our producers aborts those transactions.
-        prepare(generation).catch((err: unknown) => log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) }));
+        prepare(generation).catch((err: unknown) => {
+          // Overtaken by a later join or reset: that one prepares, nothing failed.
+          if (!(err instanceof PreparationOvertaken)) log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) });
+        });
       }),
 
     /** Fences and restores heads for the assignment `gen`, once; a failure is retried at the next call. */
@@ -162,3 +181,10 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
 }
 
 export type PartitionOwner = ReturnType<typeof createPartitionOwner>;
+
+/** A preparation that a group join or a reset made obsolete before it finished: the next batch prepares again. */
+export class PreparationOvertaken extends Error {
+  constructor() {
+    super('partition preparation overtaken by a rebalance or a reset; preparing again');
+  }
+}

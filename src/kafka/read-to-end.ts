@@ -8,16 +8,25 @@ export interface ReadOptions {
   readUncommitted?: boolean;
   /** Awaited after each batch's records were passed to `onMessage` (backpressure for a slower store). */
   afterBatch?: (partition: number) => Promise<void>;
+  /**
+   * Per partition, the key of a record the caller committed just before the read (a barrier):
+   * that partition's end is the barrier, not the end ListOffsets reports. That end is the last
+   * stable offset: a partition whose unread range starts with a transaction still open looks
+   * empty and is skipped, missing everything committed after it. The barrier is delivered only
+   * once everything before it is resolved. It is not passed on.
+   */
+  barriers?: ReadonlyMap<number, string>;
 }
 
 /**
  * Reads partitions of a topic from the beginning to their current end, read-committed, calling
  * `onMessage` in offset order per partition. For state kept in compacted topics (heads, backfill
  * progress). Uses a throwaway consumer group (kafkajs has no manual assignment), deleted after.
- * A transactional writer of those partitions must be fenced first, or an open transaction at
- * the end keeps "the end" out of reach until it completes (or read uncommitted). Returns, per
- * partition read, the offset it was read up to (the end it reached: every record below it was
- * delivered, or was no committed data).
+ * The end is the last stable offset: a transaction still open in a partition hides what
+ * follows it, and one open at the start of the unread range makes the partition look empty.
+ * Callers that must see everything committed so far fence the writers and pass `barriers`.
+ * Returns, per partition read, the offset it was read up to (every record below it was
+ * delivered, was no committed data, or was the barrier).
  */
 export async function readToEnd(
   kafka: Kafka,
@@ -35,7 +44,8 @@ export async function readToEnd(
       const from = options.from?.get(o.partition);
       return from !== undefined && BigInt(from) > BigInt(o.low) ? from : o.low;
     };
-    const pending = new Set(wanted.filter((p) => offsets.some((o) => o.partition === p && BigInt(o.high) > BigInt(start(o)))));
+    const barriers = options.barriers ?? new Map<number, string>();
+    const pending = new Set(wanted.filter((p) => barriers.has(p) || offsets.some((o) => o.partition === p && BigInt(o.high) > BigInt(start(o)))));
     const ends = new Map(offsets.filter((o) => wanted.includes(o.partition) && !pending.has(o.partition)).map((o) => [o.partition, o.high]));
     if (pending.size === 0) return ends;
     const groupId = `${topic}.read.${randomUUID()}`;
@@ -47,16 +57,20 @@ export async function readToEnd(
       await consumer.subscribe({ topic, fromBeginning: true });
       await new Promise<void>((resolve, reject) => {
         consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
+        const done = (partition: number, end: string) => {
+          if (!pending.delete(partition)) return;
+          ends.set(partition, end);
+          consumer.pause([{ topic, partitions: [partition] }]);
+          if (pending.size === 0) resolve();
+        };
         // The end is detected from the batch-processed event, not in eachBatch: kafkajs does not
         // call eachBatch for a fetch holding only aborted records and transaction markers (the
         // tail a fenced writer leaves), but it reports that fetch here, with its offsets.
         consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
           const { partition, offsetLag, highWatermark } = payload;
-          if (offsetLag !== '0' || !pending.delete(partition)) return;
+          if (offsetLag !== '0' || barriers.has(partition)) return;
           // Lag 0: the fetch ended at the high watermark, so everything below it went by.
-          ends.set(partition, highWatermark);
-          consumer.pause([{ topic, partitions: [partition] }]);
-          if (pending.size === 0) resolve();
+          done(partition, highWatermark);
         });
         void consumer
           .run({
@@ -66,7 +80,15 @@ export async function readToEnd(
                 consumer.pause([{ topic, partitions: [batch.partition] }]);
                 return;
               }
-              for (const m of batch.messages) onMessage(batch.partition, m);
+              const barrier = barriers.get(batch.partition);
+              for (const m of batch.messages) {
+                if (barrier !== undefined && m.key?.toString('utf8') === barrier) {
+                  await options.afterBatch?.(batch.partition);
+                  done(batch.partition, (BigInt(m.offset) + 1n).toString());
+                  return;
+                }
+                onMessage(batch.partition, m);
+              }
               await options.afterBatch?.(batch.partition);
             },
           })

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { RESOURCE_TYPES, RESOURCE_TYPE_INFO, type ResourceType } from '../billing-api/resource-types.js';
 import { quoteIdent } from '../db/pool.js';
 import type { TypedColumn, TypedColumns } from './typed-columns.js';
+import { factKey } from './version-facts.js';
 
 /** Names of the analyst layer's per-type objects (docs/CONTRACT.md section 5). */
 export function changesView(type: ResourceType): string {
@@ -17,30 +18,31 @@ export const TYPED_COLUMN_ERRORS_VIEW = 'typed_column_errors';
 
 const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-/** The typed value of one column of version `r`, its key matched in any letter case. */
-function typedValue(r: string, c: TypedColumn): string {
-  return `wh_as_${c.type}(${fieldValue(r, c)})`;
+/** The typed value of one column of the version whose facts row is `f` (migration 0005). */
+function typedValue(f: string, c: TypedColumn): string {
+  return `wh_as_${c.type}(${fieldValue(f, c)})`;
 }
 
-function fieldValue(r: string, c: TypedColumn): string {
-  const camel = c.key.charAt(0).toLowerCase() + c.key.slice(1);
-  return `wh_field(${r}.body, ${lit(c.key)}, ${lit(camel)}, ${lit(c.key.toLowerCase())})`;
+/** Stored in lower case once, when the version was appended: any letter case of the body matches. */
+function fieldValue(f: string, c: TypedColumn): string {
+  return `${f}.fields -> ${lit(factKey(c.key))}`;
 }
 
 /**
- * The columns of `<t>_history`, `<t>_current` (and the rows of `<t>_as_of`) over `r`, a row of
- * resource_versions. valid_to and is_current are one primary-key probe each, evaluated only when
- * a query asks for them (the view is flattened into the query, so unused columns cost nothing).
+ * The columns of `<t>_history`, `<t>_current` (and the rows of `<t>_as_of`) over `f`, a row of
+ * version_facts, and `r`, its row of resource_versions. The validity interval and the typed
+ * columns come from the narrow facts row; `r` is LEFT JOINed on its primary key, so a query that
+ * reads none of its columns (body, lineage, customer_id) does not read resource_versions at all
+ * (PostgreSQL removes the join), and one that does decompresses a body only when it selects it.
  */
-function versionColumns(type: ResourceType, typed: readonly TypedColumn[], latest: boolean): string {
-  const next = `FROM resource_versions n WHERE n.resource_type = r.resource_type AND n.resource_id = r.resource_id AND n.version > r.version`;
+function versionColumns(type: ResourceType, typed: readonly TypedColumn[]): string {
   return [
-    'r.resource_id',
-    'r.version',
-    'r.fetched_at AS valid_from',
-    latest ? 'NULL::timestamptz AS valid_to' : `(SELECT n.fetched_at ${next} ORDER BY n.version LIMIT 1) AS valid_to`,
-    latest ? 'true AS is_current' : `NOT EXISTS (SELECT ${next}) AS is_current`,
-    'r.deleted',
+    'f.resource_id',
+    'f.version',
+    'f.valid_from',
+    'f.valid_to',
+    'f.valid_to IS NULL AS is_current',
+    'f.deleted',
     'r.body',
     'r.content_hash',
     'r.source_event_ids[1] AS source_event_id',
@@ -50,21 +52,23 @@ function versionColumns(type: ResourceType, typed: readonly TypedColumn[], lates
     // received_at index, which reads the whole table when the event is old.
     '(SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id) AS notified_at',
     'r.loaded_at',
-    ...typed.map((c) => `${typedValue('r', c)} AS ${quoteIdent(c.column)}`),
+    ...typed.map((c) => `${typedValue('f', c)} AS ${quoteIdent(c.column)}`),
   ].join(',\n       ');
 }
 
+const VERSION_ROW = `version_facts f
+  LEFT JOIN resource_versions r ON r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version`;
+
 function historySql(type: ResourceType, typed: readonly TypedColumn[]): string {
-  return `SELECT ${versionColumns(type, typed, false)}
-  FROM resource_versions r
- WHERE r.resource_type = ${lit(type)}`;
+  return `SELECT ${versionColumns(type, typed)}
+  FROM ${VERSION_ROW}
+ WHERE f.resource_type = ${lit(type)}`;
 }
 
 function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
-  return `SELECT ${versionColumns(type, typed, true)}
-  FROM resource_heads h
-  JOIN resource_versions r ON r.resource_type = h.resource_type AND r.resource_id = h.resource_id AND r.version = h.version
- WHERE h.resource_type = ${lit(type)} AND NOT h.deleted`;
+  return `SELECT ${versionColumns(type, typed)}
+  FROM ${VERSION_ROW}
+ WHERE f.resource_type = ${lit(type)} AND f.valid_to IS NULL AND NOT f.deleted`;
 }
 
 /**
@@ -109,9 +113,9 @@ function errorsSql(typed: TypedColumns): string {
       .map((c) => `(${lit(c.column)}, ${lit(c.key)}, ${lit(c.type)}, ${fieldValue('r', c)}, ${typedValue('r', c)} IS NULL)`)
       .join(',\n                ');
     return `SELECT ${lit(RESOURCE_TYPE_INFO[type].table)}::text AS resource, c.column_name::text, c.json_key::text, c.sql_type::text,
-       count(*) AS versions, min(r.fetched_at) AS first_valid_from, max(r.fetched_at) AS last_valid_from,
-       (array_agg(r.resource_id ORDER BY r.fetched_at DESC, r.resource_id DESC))[1] AS last_resource_id
-  FROM resource_versions r
+       count(*) AS versions, min(r.valid_from) AS first_valid_from, max(r.valid_from) AS last_valid_from,
+       (array_agg(r.resource_id ORDER BY r.valid_from DESC, r.resource_id DESC))[1] AS last_resource_id
+  FROM version_facts r
   CROSS JOIN LATERAL (VALUES ${values}) c(column_name, json_key, sql_type, value, typed_is_null)
  WHERE r.resource_type = ${lit(type)} AND NOT r.deleted
    AND c.typed_is_null AND jsonb_typeof(c.value) IS DISTINCT FROM 'null' AND c.value IS NOT NULL
@@ -125,9 +129,9 @@ function errorsSql(typed: TypedColumns): string {
 }
 
 /**
- * The state of every resource of the type at `at`: per resource (resource_latest), its newest
- * version observed by then (a backward walk of the primary key from the head), deleted ones left
- * out. A SQL-standard body: bound to the views when created (no search_path at call time, and a
+ * The state of every resource of the type at `at`: the versions whose interval [valid_from,
+ * valid_to) contains it (a range scan of version_facts' valid_from index), deleted ones left out.
+ * A SQL-standard body: bound to the views when created (no search_path at call time, and a
  * rebuild's schema rename keeps it working) and inlined into the caller's query, so a filter on
  * a column is applied inside.
  */
@@ -145,11 +149,8 @@ RETURNS TABLE (${columns.map(([name, sqlType]) => `${quoteIdent(name)} ${sqlType
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
   SELECT ${columns.map(([name]) => `s.${quoteIdent(name)}`).join(', ')}
-    FROM ${LATEST_VIEW} h
-    CROSS JOIN LATERAL (SELECT * FROM ${history} x
-                         WHERE x.resource_id = h.resource_id AND x.valid_from <= "at"
-                         ORDER BY x.version DESC LIMIT 1) s
-   WHERE h.resource_type = ${lit(type)} AND NOT s.deleted;
+    FROM ${history} s
+   WHERE s.valid_from <= "at" AND (s.valid_to > "at" OR s.valid_to IS NULL) AND NOT s.deleted;
 END`;
 }
 

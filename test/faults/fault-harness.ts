@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
@@ -18,11 +17,12 @@ import { createRegistry } from '../../src/registry/registry.js';
 import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
 import { packageRoot } from '../../src/package-root.js';
-import { topicNames } from '../../src/wire/topics.js';
+import { enricherTopics, topicNames } from '../../src/wire/topics.js';
 import { testConfig } from '../helpers/environment.js';
 import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { compareWarehouseToTruth, compareWebhooksToDeliveries, type TruthReport, type WebhookCoverage } from '../helpers/warehouse-truth.js';
+import { freePort } from '../helpers/free-port.js';
 
 export type Component = 'ingress' | 'enricher' | 'sink';
 const COMPONENTS: Component[] = ['sink', 'enricher', 'ingress'];
@@ -94,14 +94,6 @@ export interface FaultRun {
 
 const processName = (component: Component, instance: number) => (instance === 0 ? component : `${component}-${instance + 1}`);
 
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
 /**
  * The pipeline as three separate processes (the built CLI: `npm test` builds dist/ first; run
  * `npm run build` when developing), a simulator in this process pointed at them with small
@@ -111,7 +103,10 @@ export async function freePort(): Promise<number> {
  */
 export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun> {
   const started = Date.now();
-  const config = testConfig({ LOG_LEVEL: 'warn', ...options.env });
+  // FAULT_LOG_DIR=<dir>: every component's whole log, appended to <dir>/<fault>.<component>.log.
+  const logDir = process.env.FAULT_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
+  const config = testConfig({ LOG_LEVEL: logDir ? 'info' : 'warn', ...options.env });
   const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: `fault-${options.fault}`, log: silentLogger, max: 3 });
   // kafkajs's reconnection noise while a broker is down is expected here: keep it out of the output.
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `fault-${options.fault}`, log: silentLogger });
@@ -164,6 +159,8 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     if (!ports.has(name)) throw new Error(`${name}: the run has ${counts[component]} ${component} instance(s)`);
     const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), component], { cwd: packageRoot, env: env(component, instance), stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (d: Buffer) => output.set(name, ((output.get(name) ?? '') + d.toString()).slice(-8000)));
+    // The tail kept above explains a stuck stage; a lost version needs the whole story.
+    if (logDir) child.stderr?.pipe(createWriteStream(join(logDir, `${options.fault}.${name}.log`), { flags: 'a' }));
     children.set(name, child);
     await waitFor(
       async () => {
@@ -302,23 +299,41 @@ export function expectNothingLost(result: Awaited<ReturnType<FaultRun['finish']>
 }
 
 /**
- * For each resource a truth problem names, which versions the snapshot topic holds beside those
- * in the warehouse: tells a version the enricher never published from one the sink never wrote.
+ * For each resource a truth problem names, what the snapshots, heads and requests topics hold
+ * for it (committed, and also uncommitted: a record only there was in an aborted or open
+ * transaction) beside its versions in the warehouse: tells a version the enricher never
+ * published, or published from a wrong head, from one the sink never wrote.
  */
 async function whereVersionsAre(kafka: Kafka, config: Config, pool: pg.Pool, problems: string[]): Promise<string[]> {
   const keys = new Set(problems.flatMap((p) => [...p.matchAll(/(\w+):"([^"]+)"/g)].map((m) => `${m[1]}:${m[2]}`)));
   if (keys.size === 0) return [];
   const registry = createRegistry(config.schemaRegistryUrl);
-  const inTopic = new Map<string, string[]>();
-  const values: { key: string; value: Buffer; partition: number; offset: string }[] = [];
-  await readToEnd(kafka, topicNames(config.topicPrefix).snapshots, (partition, m) => {
-    const key = m.key?.toString() ?? '';
-    if (keys.has(key) && m.value) values.push({ key, value: m.value, partition, offset: m.offset });
-  });
-  for (const v of values) {
-    const record = (await registry.decode(v.value)) as { version: number; content_hash: string };
-    inTopic.set(v.key, [...(inTopic.get(v.key) ?? []), `v${record.version}@${v.partition}:${v.offset}`]);
-  }
+  const internal = enricherTopics(config.topicPrefix);
+  // Read committed and uncommitted: a version only in the second was in an aborted (or still
+  // open) transaction.
+  const collect = async (topic: string, readUncommitted: boolean) => {
+    const found: { key: string; value: Buffer | null; partition: number; offset: string }[] = [];
+    await readToEnd(kafka, topic, (partition, m) => {
+      const key = m.key?.toString() ?? '';
+      if (keys.has(key)) found.push({ key, value: m.value, partition, offset: m.offset });
+    }, undefined, { readUncommitted });
+    return found;
+  };
+  const describe = async (topic: string, readUncommitted: boolean, show: (value: Buffer) => Promise<string>) => {
+    const byKey = new Map<string, string[]>();
+    for (const v of await collect(topic, readUncommitted)) byKey.set(v.key, [...(byKey.get(v.key) ?? []), `${v.value ? await show(v.value) : 'null'}@${v.partition}:${v.offset}`]);
+    return byKey;
+  };
+  const snapshot = async (value: Buffer) => `v${((await registry.decode(value)) as { version: number }).version}`;
+  const head = async (value: Buffer) => `v${(JSON.parse(value.toString('utf8')) as { version: number }).version}`;
+  const request = async (value: Buffer) => { try { return JSON.parse(value.toString('utf8')).event ?? 'request'; } catch { return 'request'; } };
+  const views: [string, Map<string, string[]>][] = [
+    ['snapshots committed', await describe(topicNames(config.topicPrefix).snapshots, false, snapshot)],
+    ['snapshots uncommitted', await describe(topicNames(config.topicPrefix).snapshots, true, snapshot)],
+    ['heads committed', await describe(internal.heads, false, head)],
+    ['heads uncommitted', await describe(internal.heads, true, head)],
+    ['requests uncommitted', await describe(internal.requests, true, request)],
+  ];
   const lines: string[] = [];
   for (const key of keys) {
     const [type, id] = key.split(':') as [string, string];
@@ -326,7 +341,8 @@ async function whereVersionsAre(kafka: Kafka, config: Config, pool: pg.Pool, pro
       `SELECT version, kafka_partition, kafka_offset FROM ${quoteIdent(config.databaseSchema)}.resource_versions WHERE resource_type = $1 AND resource_id = $2 ORDER BY version`,
       [type, id],
     );
-    lines.push(`diagnosis ${key}: snapshot topic [${(inTopic.get(key) ?? []).join(' ')}], warehouse [${rows.map((r) => `v${r.version}@${r.kafka_partition}:${r.kafka_offset}`).join(' ')}]`);
+    const topics = views.map(([name, byKey]) => `${name} [${(byKey.get(key) ?? []).join(' ')}]`).join(', ');
+    lines.push(`diagnosis ${key}: ${topics}, warehouse [${rows.map((r) => `v${r.version}@${r.kafka_partition}:${r.kafka_offset}`).join(' ')}]`);
   }
   return lines;
 }

@@ -6,7 +6,7 @@ import { installKafkaLine, kafkaLibsDir, kafkaService, type KafkaServiceOptions 
 import { postgresService } from '../../src/stack/postgres-service.js';
 import type { StackService } from '../../src/stack/service.js';
 import { defaultStackDir } from '../../src/stack/settings.js';
-import { freePort } from './fault-harness.js';
+import { freePort } from '../helpers/free-port.js';
 
 /**
  * A broker or a PostgreSQL server of a test's own (temporary folder, free ports, the native

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { packageRoot } from '../../src/stack/settings.js';
 import { uniqueSuffix } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { freePort } from './ingress-harness.js';
+import { freePort } from '../helpers/free-port.js';
 
 /**
  * The documented ways of starting a component (docs/OPERATIONS.md) must deliver a supervisor's

@@ -14,7 +14,7 @@ import { runCli } from '../helpers/cli.js';
 import { uniqueSuffix } from '../helpers/environment.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { freePort } from './ingress-harness.js';
+import { freePort } from '../helpers/free-port.js';
 
 /**
  * `billing-loader dashboard` against the sandbox scenario's warehouse (read-only): its JSON

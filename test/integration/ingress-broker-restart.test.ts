@@ -7,7 +7,8 @@ import { installKafkaLine, kafkaLibsDir, kafkaService } from '../../src/stack/ka
 import type { StackService } from '../../src/stack/service.js';
 import { defaultStackDir } from '../../src/stack/settings.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { freePort, startTestIngress, type TestIngress } from './ingress-harness.js';
+import { freePort } from '../helpers/free-port.js';
+import { startTestIngress, type TestIngress } from './ingress-harness.js';
 
 /**
  * Stopping the shared test broker would break every other test file running at the same time, so

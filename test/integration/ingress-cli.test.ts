@@ -7,7 +7,7 @@ import { packageRoot } from '../../src/package-root.js';
 import { runCli } from '../helpers/cli.js';
 import { uniqueSuffix } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { freePort } from './ingress-harness.js';
+import { freePort } from '../helpers/free-port.js';
 
 /** The built executable (dist/, built by `npm test`'s bootstrap), run as an operator would. */
 let child: ChildProcess | undefined;

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import type { Kafka } from 'kafkajs';
 import type { Config } from '../../src/config.js';
 import { createHealth, type Health } from '../../src/health.js';
@@ -103,14 +102,3 @@ export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env:
   };
 }
 
-/** A TCP port nothing listens on right now, on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

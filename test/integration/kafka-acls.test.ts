@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { secureKafkaAccess, type SecureKafkaAccess } from '../../src/stack/kafka-service.js';
-import { freePort } from '../faults/fault-harness.js';
+import { freePort } from '../helpers/free-port.js';
 import { nativeKafka, startPrivateKafka, type PrivateService } from '../faults/private-services.js';
 import { runCli } from '../helpers/cli.js';
 import { uniqueSuffix } from '../helpers/environment.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secureKafkaAccess } from '../../src/stack/kafka-service.js';
-import { freePort } from '../faults/fault-harness.js';
+import { freePort } from '../helpers/free-port.js';
 import { nativeKafka, startPrivateKafka, type PrivateService } from '../faults/private-services.js';
 import { runCli } from '../helpers/cli.js';
 import { unexpectedDeadLetters, drainPipeline } from '../helpers/pipeline-drain.js';

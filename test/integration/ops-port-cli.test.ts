@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/stack/settings.js';
 import { uniqueSuffix } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { freePort } from './ingress-harness.js';
+import { freePort } from '../helpers/free-port.js';
 
 /** The sink run alone serves its ops routes on OPS_PORT when it is set, instead of SINK_PORT. */
 const services = inject('services');

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.js';
 import { testConfig } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { createSinkHarness, snapshot, type SinkHarness } from './sink-harness.js';
+import { freePort } from '../helpers/free-port.js';
 
 /**
  * kill -9 of the sink process while it writes, then a restart: every version lands exactly once
@@ -22,14 +22,6 @@ afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await h?.close();
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 async function spawnSink(): Promise<{ child: ChildProcess; port: number }> {
   const c = h.config;

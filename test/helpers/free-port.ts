@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+/**
+ * A TCP port nothing listens on right now, chosen below the kernel's ephemeral range.
+ *
+ * Asking the kernel for port 0 hands out a port from the ephemeral range, the same range it
+ * draws the local ports of outgoing connections from. Between the moment a test learns the
+ * port and the moment its child process listens on it, one of the many client connections of a
+ * test run (Kafka, PostgreSQL, the simulator) can take it, and the child then fails with
+ * EADDRINUSE. Ports below that range are never handed out to outgoing connections, so only a
+ * listener can take them, and the ones a test picks are random and checked.
+ */
+export async function freePort(): Promise<number> {
+  const [low, high] = portWindow();
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error(`freePort: no free port found between ${low} and ${high}`);
+}
+
+const handedOut = new Set<number>();
+
+/** [low, high): a window of ports under the ephemeral range and above the well-known ones. */
+export function portWindow(ephemeralRange = readEphemeralRange()): [number, number] {
+  const [ephemeralLow] = ephemeralRange;
+  const high = Math.min(ephemeralLow, 32_768);
+  return [Math.max(10_000, high - 12_000), high];
+}
+
+function readEphemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+  } catch {
+    // Not Linux: the IANA dynamic range.
+  }
+  return [49_152, 65_535];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    // The components listen on 0.0.0.0: check the same address.
+    server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
+  });
+}

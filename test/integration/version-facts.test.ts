@@ -1,0 +1,181 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrate, migrationsDir } from '../../src/db/migrate.js';
+import { migrationChecksum } from '../../src/db/migration-checksum.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createLogger } from '../../src/log.js';
+import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
+import { typedColumnsFile } from '../../src/warehouse/typed-columns.js';
+import { testConfig } from '../helpers/environment.js';
+
+const config = testConfig();
+const log = createLogger('warn');
+const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'test', log });
+const schemas: string[] = [];
+const dirs: string[] = [];
+
+afterAll(async () => {
+  for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  await pool.end();
+});
+
+async function freshWarehouse(name: string, options: { typedColumnsFile?: string } = {}): Promise<string> {
+  const schema = `${config.databaseSchema}_${name}`;
+  if (!schemas.includes(schema)) schemas.push(schema);
+  await migrate(pool, { schema, log, ...options });
+  return schema;
+}
+
+interface Version {
+  type: string;
+  id: string;
+  version: number;
+  at: string;
+  body: Record<string, unknown> | null;
+}
+
+/** One INSERT statement (one sink batch: the triggers run once per statement) as the writer role. */
+async function append(schema: string, versions: Version[]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
+    await client.query(
+      `INSERT INTO ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
+       SELECT t, id, v, at, b IS NULL, b, 'h' || ord, '{}', '{}', 0, ord
+         FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::jsonb[]) WITH ORDINALITY AS x(t, id, v, at, b, ord)`,
+      [versions.map((v) => v.type), versions.map((v) => v.id), versions.map((v) => v.version), versions.map((v) => v.at), versions.map((v) => (v.body === null ? null : JSON.stringify(v.body)))],
+    );
+    await client.query('COMMIT');
+  } finally {
+    client.release();
+  }
+}
+
+async function facts(schema: string, type: string): Promise<{ resource_id: string; version: number; valid_from: string; valid_to: string | null; deleted: boolean; fields: unknown }[]> {
+  const { rows } = await pool.query(
+    `SELECT resource_id, version, to_char(valid_from AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS valid_from,
+            to_char(valid_to AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS valid_to, deleted, fields
+       FROM ${quoteIdent(schema)}.version_facts WHERE resource_type = $1 ORDER BY resource_id, version`,
+    [type],
+  );
+  return rows;
+}
+
+const pascal = { Id: 'c-1', PlanId: 'p-1', StartDate: '2025-01-01T00:00:00Z', LifecycleStatus: 'Active', Phases: [{ Type: 'Trial' }], Balance: -5, Name: 'not a fact' };
+const camel = { id: 'c-2', planId: 'p-1', startDate: '2025-01-01T00:00:00Z', lifecycleStatus: 'Active', phases: [{ Type: 'Trial' }], balance: -5, name: 'not a fact' };
+const shouting = { ID: 'c-3', PLANID: 'p-1', STARTDATE: '2025-01-01T00:00:00Z', LIFECYCLESTATUS: 'Active', PHASES: [{ Type: 'Trial' }], BALANCE: -5, NAME: 'not a fact' };
+const contractFields = { planid: 'p-1', startdate: '2025-01-01T00:00:00Z', lifecyclestatus: 'Active', phases: [{ Type: 'Trial' }], balance: -5 };
+
+describe('version facts: each version\'s validity and the fields the analyst layer reads, kept by the database', () => {
+  it('stores the typed columns\' and metric views\' fields under lower-case keys, the same whatever the letter case of the body, and the views read them', async () => {
+    const schema = await freshWarehouse('case');
+    await append(schema, [
+      { type: 'Contract', id: 'c-1', version: 1, at: '2025-01-01T00:00:00Z', body: pascal },
+      { type: 'Contract', id: 'c-2', version: 1, at: '2025-01-01T00:00:00Z', body: camel },
+      { type: 'Contract', id: 'c-3', version: 1, at: '2025-01-01T00:00:00Z', body: shouting },
+      // A body spelling one key twice: the spelling that sorts first (capitals first) wins.
+      { type: 'Contract', id: 'c-4', version: 1, at: '2025-01-01T00:00:00Z', body: { planid: 'folded', PlanId: 'declared', planId: 'camel' } },
+      { type: 'Customer', id: 'k-1', version: 1, at: '2025-01-01T00:00:00Z', body: { id: 'k-1', unknownKey: 1 } },
+    ]);
+    const rows = await facts(schema, 'Contract');
+    expect(rows.map((r) => r.fields)).toEqual([contractFields, contractFields, contractFields, { planid: 'declared' }]);
+    expect((await facts(schema, 'Customer')).map((r) => r.fields)).toEqual([null]);
+    const view = await pool.query(`SELECT resource_id, status, plan_id, balance FROM ${quoteIdent(schema)}.contract_current ORDER BY resource_id`);
+    expect(view.rows).toEqual([
+      { resource_id: 'c-1', status: 'Active', plan_id: 'p-1', balance: '-5' },
+      { resource_id: 'c-2', status: 'Active', plan_id: 'p-1', balance: '-5' },
+      { resource_id: 'c-3', status: 'Active', plan_id: 'p-1', balance: '-5' },
+      { resource_id: 'c-4', status: null, plan_id: 'declared', balance: null },
+    ]);
+  });
+
+  it('valid_to is the next version\'s valid_from, within one batch, across batches, after a deletion and when a late version fills a gap', async () => {
+    const schema = await freshWarehouse('validto');
+    const v = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): Version => ({
+      type: 'Contract', id, version, at: `2025-01-${String(day).padStart(2, '0')}T00:00:00Z`, body,
+    });
+    await append(schema, [v('a', 1, 1), v('a', 2, 2), v('b', 1, 1), v('c', 1, 1), v('c', 2, 3)]);
+    await append(schema, [v('a', 3, 5), v('b', 2, 6, null)]);
+    await append(schema, [v('b', 3, 7)]);
+    // c's version 4 arrives before its version 3 (a late record filling a gap).
+    await append(schema, [v('c', 4, 9)]);
+    await append(schema, [v('c', 3, 8)]);
+    const rows = (await facts(schema, 'Contract')).map((r) => [r.resource_id, r.version, r.valid_from.slice(0, 10), r.valid_to?.slice(0, 10) ?? null, r.deleted]);
+    expect(rows).toEqual([
+      ['a', 1, '2025-01-01', '2025-01-02', false],
+      ['a', 2, '2025-01-02', '2025-01-05', false],
+      ['a', 3, '2025-01-05', null, false],
+      ['b', 1, '2025-01-01', '2025-01-06', false],
+      ['b', 2, '2025-01-06', '2025-01-07', true],
+      ['b', 3, '2025-01-07', null, false],
+      ['c', 1, '2025-01-01', '2025-01-03', false],
+      ['c', 2, '2025-01-03', '2025-01-08', false],
+      ['c', 3, '2025-01-08', '2025-01-09', false],
+      ['c', 4, '2025-01-09', null, false],
+    ]);
+    const history = await pool.query(`SELECT resource_id, version, is_current FROM ${quoteIdent(schema)}.contract_history WHERE is_current ORDER BY 1`);
+    expect(history.rows).toEqual([
+      { resource_id: 'a', version: 3, is_current: true },
+      { resource_id: 'b', version: 3, is_current: true },
+      { resource_id: 'c', version: 4, is_current: true },
+    ]);
+    const asOf = await pool.query(`SELECT resource_id, version FROM ${quoteIdent(schema)}.contract_as_of('2025-01-06T12:00:00Z') ORDER BY 1`);
+    expect(asOf.rows).toEqual([{ resource_id: 'a', version: 3 }, { resource_id: 'c', version: 2 }]);
+  });
+
+  it('migrating a warehouse that already holds versions fills their facts', async () => {
+    // The warehouse as the release before version_facts left it: the SQL files up to 0004 applied
+    // and recorded as migrate does (its analyst step of today needs version_facts).
+    const schema = `${config.databaseSchema}_backfill`;
+    schemas.push(schema);
+    await pool.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    await pool.query(`CREATE TABLE ${quoteIdent(schema)}.schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    for (const name of ['0001_webhook_events.sql', '0002_resource_versions.sql', '0003_loaded_at.sql', '0004_analyst_layer.sql']) {
+      const sql = await readFile(join(migrationsDir, name), 'utf8');
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}, public`);
+        await client.query(sql);
+        await client.query(`INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)`, [name, migrationChecksum(sql)]);
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+    }
+    await append(schema, [
+      { type: 'Contract', id: 'c-1', version: 1, at: '2025-01-01T00:00:00Z', body: pascal },
+      { type: 'Contract', id: 'c-2', version: 1, at: '2025-01-01T00:00:00Z', body: camel },
+    ]);
+    await append(schema, [{ type: 'Contract', id: 'c-1', version: 2, at: '2025-01-02T00:00:00Z', body: shouting }]);
+    await freshWarehouse('backfill');
+    expect(await facts(schema, 'Contract')).toEqual([
+      { resource_id: 'c-1', version: 1, valid_from: '2025-01-01T00:00:00Z', valid_to: '2025-01-02T00:00:00Z', deleted: false, fields: contractFields },
+      { resource_id: 'c-1', version: 2, valid_from: '2025-01-02T00:00:00Z', valid_to: null, deleted: false, fields: contractFields },
+      { resource_id: 'c-2', version: 1, valid_from: '2025-01-01T00:00:00Z', valid_to: null, deleted: false, fields: contractFields },
+    ]);
+  });
+
+  it('a typed column added to the mapping is re-extracted from the stored bodies when migrate runs again', async () => {
+    const schema = await freshWarehouse('mapping');
+    await append(schema, [
+      { type: 'Customer', id: 'k-1', version: 1, at: '2025-01-01T00:00:00Z', body: { Id: 'k-1', NickName: 'Kim' } },
+      { type: 'Customer', id: 'k-2', version: 1, at: '2025-01-01T00:00:00Z', body: { id: 'k-2', nickname: 'Lee' } },
+    ]);
+    const dir = await mkdtemp(join(tmpdir(), 'billing-loader-mapping-'));
+    dirs.push(dir);
+    const mapping = JSON.parse(await readFile(typedColumnsFile, 'utf8')) as Record<string, unknown[]>;
+    mapping.Customer = [...mapping.Customer!, { column: 'nickname', key: 'NickName', type: 'text' }];
+    const file = join(dir, 'typed-columns.json');
+    await writeFile(file, JSON.stringify(mapping));
+    await freshWarehouse('mapping', { typedColumnsFile: file });
+    const view = await pool.query(`SELECT resource_id, nickname FROM ${quoteIdent(schema)}.customer_history ORDER BY 1`);
+    expect(view.rows).toEqual([{ resource_id: 'k-1', nickname: 'Kim' }, { resource_id: 'k-2', nickname: 'Lee' }]);
+    const keys = await pool.query(`SELECT keys FROM ${quoteIdent(schema)}.version_facts_keys WHERE resource_type = 'Customer'`);
+    expect(keys.rows[0].keys).toContain('nickname');
+  });
+});
