@@ -38,7 +38,7 @@ export interface PlannedPart {
 export function createPartPublisher(deps: PartPublisherDeps) {
   const { limitOf } = deps;
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
-  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher');
+  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher', deps.limitOf);
 
   /**
    * Returns the plan as published, its dead letters and where its head records ended up (the

@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
+import { readMessageLimits } from '../kafka/message-limits.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
@@ -48,8 +49,9 @@ const ROUTER_WAIT_MS = 20;
 
 export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<void> }> {
   const newProducer = (): Producer => createIdempotentProducer(deps.kafka);
+  const limitOf = await readMessageLimits(deps.kafka, [deps.topics.webhooksDlq]);
   let producer = newProducer();
-  let deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
+  let deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher', limitOf);
   let producerReady = false;
   await producer.connect();
   producerReady = true;
@@ -62,7 +64,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
   const replaceProducer = async () => {
     const old = producer;
     producer = newProducer();
-    deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher');
+    deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher', limitOf);
     producerReady = false;
     await old.disconnect().catch(() => undefined);
   };

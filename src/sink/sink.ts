@@ -15,6 +15,7 @@ import { createRegistry, type Registry } from '../registry/registry.js';
 import { createBatchHandler } from './batch-handler.js';
 import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
+import { readMessageLimits } from '../kafka/message-limits.js';
 import { createRenewingProducer } from '../kafka/renewing-producer.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
@@ -81,6 +82,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     throw err;
   }
 
+  const limitOf = await readMessageLimits(kafka, [names.snapshotsDlq, names.webhooksDlq]);
   // The batch handler retries a failed dead-letter send; each retry needs a producer the broker still accepts.
   const producer = createRenewingProducer(() => createIdempotentProducer(kafka));
   const commits = createCommitThrottle(log);
@@ -88,7 +90,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     pool,
     commits,
     registry,
-    deadLetters: createDeadLetterWriter(producer, registry, 'sink'),
+    deadLetters: createDeadLetterWriter(producer, registry, 'sink', limitOf),
     schema: config.databaseSchema,
     names,
     metrics,

@@ -24,9 +24,9 @@ function runGrants(p: string): Grant[] {
     // Topics: created at start when missing (Create), checked (Describe, DescribeConfigs), read and written.
     [Res.TOPIC, `${p}.webhooks`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.snapshots`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
-    // The fetcher reads the largest record each topic it writes accepts (DescribeConfigs).
+    // Every writer reads the largest record each topic it writes accepts (DescribeConfigs).
     [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
-    [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.WRITE]],
+    [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.requests`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.heads`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.delayed`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
