@@ -49,8 +49,6 @@ export async function readToEnd(
     const ends = new Map(offsets.filter((o) => wanted.includes(o.partition) && !pending.has(o.partition)).map((o) => [o.partition, o.high]));
     if (pending.size === 0) return ends;
     const groupId = `${topic}.read.${randomUUID()}`;
-    // kafkajs has no manual assignment: the throwaway group's committed offsets say where to start.
-    if (options.from) await admin.setOffsets({ groupId, topic, partitions: offsets.filter((o) => pending.has(o.partition)).map((o) => ({ partition: o.partition, offset: start(o) })) });
     const consumer = kafka.consumer({ groupId, readUncommitted: options.readUncommitted ?? false, sessionTimeout: 10_000, heartbeatInterval: 1000 });
     await consumer.connect();
     try {
@@ -93,6 +91,10 @@ export async function readToEnd(
             },
           })
           .catch(reject);
+        // Where to start: a seek right after run (kafkajs applies it before the first fetch).
+        // admin.setOffsets would run a whole consumer of the group first, a join that costs
+        // seconds (the broker delays a new group's first rebalance), on every catch-up.
+        if (options.from) for (const o of offsets) if (pending.has(o.partition)) consumer.seek({ topic, partition: o.partition, offset: start(o) });
       });
     } finally {
       await consumer.disconnect();
