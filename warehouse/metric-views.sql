@@ -37,28 +37,32 @@ END;
 -- contract became paying: the start of its first phase that is neither Trial nor Inactive; for a
 -- body without Phases, the trial's end if the contract outlived it.
 CREATE VIEW metric_contract_lifecycle AS
-SELECT c.*, cv.converted_at
-  FROM (SELECT c.resource_id AS contract_id,
-               wh_as_text(x.f -> 'customerid') AS customer_id,
-               wh_as_text(x.f -> 'planid') AS plan_id,
-               wh_as_timestamptz(x.f -> 'startdate') AS start_date,
-               CASE WHEN wh_as_timestamptz(x.f -> 'trialenddate') > wh_as_timestamptz(x.f -> 'startdate') THEN wh_as_timestamptz(x.f -> 'trialenddate') END AS trial_end_date,
-               wh_as_timestamptz(x.f -> 'cancellationdate') AS cancellation_date,
-               wh_as_timestamptz(x.f -> 'enddate') AS end_date,
-               CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
-          FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' AND valid_to IS NULL AND NOT deleted) c
-          CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) c
-  -- OFFSET 0 keeps it a subquery evaluated once per contract: flattened, every use of
-  -- converted_at would walk the phases again.
+SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.trial_end_date, d.cancellation_date, d.end_date, d.phases, cv.converted_at
+  FROM version_facts c
+  -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
+  -- date validates and casts it again (wh_as_timestamptz), and that was most of what the contract
+  -- metrics cost.
   CROSS JOIN LATERAL (
-    SELECT CASE WHEN c.trial_end_date IS NULL THEN NULL
-                WHEN c.phases IS NOT NULL THEN
-                  (SELECT min(p.starts_at) FROM metric_contract_phases(c.phases) p
-                    WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= c.start_date)
-                WHEN c.trial_end_date <= now() AND (c.end_date IS NULL OR c.end_date > c.trial_end_date) THEN c.trial_end_date
+    SELECT t.customer_id, t.plan_id, t.start_date, CASE WHEN t.trial_end_date > t.start_date THEN t.trial_end_date END AS trial_end_date,
+           t.cancellation_date, t.end_date, t.phases
+      FROM (SELECT wh_as_text(c.fields -> 'customerid') AS customer_id,
+                   wh_as_text(c.fields -> 'planid') AS plan_id,
+                   wh_as_timestamptz(c.fields -> 'startdate') AS start_date,
+                   wh_as_timestamptz(c.fields -> 'trialenddate') AS trial_end_date,
+                   wh_as_timestamptz(c.fields -> 'cancellationdate') AS cancellation_date,
+                   wh_as_timestamptz(c.fields -> 'enddate') AS end_date,
+                   CASE WHEN jsonb_typeof(c.fields -> 'phases') = 'array' THEN c.fields -> 'phases' END AS phases
+            OFFSET 0) t
+    OFFSET 0) d
+  CROSS JOIN LATERAL (
+    SELECT CASE WHEN d.trial_end_date IS NULL THEN NULL
+                WHEN d.phases IS NOT NULL THEN
+                  (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
+                    WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= d.start_date)
+                WHEN d.trial_end_date <= now() AND (d.end_date IS NULL OR d.end_date > d.trial_end_date) THEN d.trial_end_date
            END AS converted_at
     OFFSET 0) cv
- WHERE c.start_date IS NOT NULL;
+ WHERE c.resource_type = 'Contract' AND c.valid_to IS NULL AND NOT c.deleted AND d.start_date IS NOT NULL;
 
 -- Changes only the version history shows, because the latest body no longer carries them: a
 -- cancellation (CancellationDate set where the previous version had none; dated by the
@@ -116,32 +120,36 @@ SELECT p.resource_id AS process_id,
 -- that is not in the future; to today when that date is less than 32 days ago. Computed from
 -- each contract's state changes (a running sum), not contract by day.
 CREATE VIEW contract_daily AS
--- Each contract's phases are parsed once, into arrays (their starts; the starts and plans of those
--- with a plan, in phase order): parsing them again for every state change was most of the cost.
-WITH contracts AS (
+-- Each contract is read once (MATERIALIZED: its dates parsed once, not at every state change),
+-- with its phases as arrays: their starts, and the starts and plans of those with a plan and a
+-- start, ordered by start then phase order, so the plan at a moment is a binary search
+-- (width_bucket: how many of those starts are at or before it, the last one being the latest
+-- phase started by then) instead of a sort per state change.
+WITH contracts AS MATERIALIZED (
   SELECT l.contract_id, l.plan_id, l.start_date, l.trial_end_date, l.cancellation_date, l.end_date, ph.starts, ph.plan_starts, ph.plans
     FROM metric_contract_lifecycle l
-    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.n) AS starts,
-                               array_agg(p.starts_at ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plan_starts,
-                               array_agg(p.plan_id ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plans
+    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) AS starts,
+                               array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plan_starts,
+                               array_agg(p.plan_id ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plans
                           FROM metric_contract_phases(l.phases) p
                         OFFSET 0) ph
-), points AS (
-  SELECT l.contract_id, l.plan_id, l.plan_starts, l.plans, l.trial_end_date, l.cancellation_date, l.end_date, v.at
-    FROM contracts l
-    CROSS JOIN LATERAL (SELECT l.start_date UNION SELECT l.trial_end_date UNION SELECT l.cancellation_date UNION SELECT l.end_date
-                        UNION SELECT unnest(l.starts)) v(at)
-   WHERE v.at >= l.start_date
-), segments AS (
-  SELECT p.at,
-         lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until,
-         CASE WHEN p.end_date <= p.at THEN 'ended'
-              WHEN p.cancellation_date <= p.at THEN 'cancelled_running'
-              WHEN p.trial_end_date > p.at THEN 'in_trial'
+), points AS MATERIALIZED (
+  -- The state and plan at each point are computed here, so the window's sort carries a narrow row
+  -- (not the contract's arrays). A date two of a contract's dates share gives two points: the
+  -- first one's segment is empty (it ends where it starts), and its +1 and -1 cancel on that day.
+  SELECT l.contract_id,
+         v.at,
+         CASE WHEN l.end_date <= v.at THEN 'ended'
+              WHEN l.cancellation_date <= v.at THEN 'cancelled_running'
+              WHEN l.trial_end_date > v.at THEN 'in_trial'
               ELSE 'active'
          END AS state,
-         COALESCE((SELECT x.plan_id FROM unnest(p.plan_starts, p.plans) WITH ORDINALITY AS x(starts_at, plan_id, n)
-                    WHERE x.starts_at <= p.at ORDER BY x.starts_at DESC, x.n DESC LIMIT 1), p.plan_id) AS plan_id
+         COALESCE(l.plans[width_bucket(v.at, l.plan_starts)], l.plan_id) AS plan_id
+    FROM contracts l
+    CROSS JOIN LATERAL unnest(ARRAY[l.start_date, l.trial_end_date, l.cancellation_date, l.end_date] || l.starts) AS v(at)
+   WHERE v.at >= l.start_date
+), segments AS (
+  SELECT p.at, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until, p.state, p.plan_id
     FROM points p
 ), deltas AS (
   SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
@@ -316,23 +324,29 @@ SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
 -- dead_letters is 0: dead letters go to the Kafka DLQ topics and the sink's
 -- billing_loader_sink_dead_letters_total metric; the warehouse records none.
 CREATE VIEW pipeline_health AS
-WITH received AS (
-  SELECT date_trunc('minute', w.received_at) AS minute, count(*) AS webhooks FROM webhook_events w GROUP BY 1
-), loaded AS (
-  SELECT date_trunc('minute', r.loaded_at) AS minute,
-         count(*) AS versions,
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY f.seconds) AS p50,
-         percentile_cont(0.99) WITHIN GROUP (ORDER BY f.seconds) AS p99
-    FROM resource_versions r
-    LEFT JOIN LATERAL (SELECT extract(epoch FROM r.loaded_at - min(w.received_at))::float8 AS seconds
-                         FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id) f ON true
-   GROUP BY 1
-)
-SELECT COALESCE(l.minute, rc.minute) AS minute,
-       COALESCE(rc.webhooks, 0) AS webhooks,
-       COALESCE(l.versions, 0) AS versions,
-       l.p50 AS freshness_p50_s,
-       l.p99 AS freshness_p99_s,
+-- Minutes in UTC with an explicit zone: migration 0006 indexes exactly these expressions, so a
+-- filter on minute (the dashboard's last hours) reads only those minutes' index entries, and the
+-- whole view reads the indexes in minute order instead of every version and webhook. A UTC
+-- minute is the minute in any zone whose offset is whole minutes.
+SELECT m.minute,
+       sum(m.webhooks)::bigint AS webhooks,
+       sum(m.versions)::bigint AS versions,
+       max(m.p50) AS freshness_p50_s,
+       max(m.p99) AS freshness_p99_s,
        0::bigint AS dead_letters
-  FROM loaded l
-  FULL JOIN received rc ON rc.minute = l.minute;
+  FROM (SELECT date_trunc('minute', w.received_at, 'UTC') AS minute, count(*) AS webhooks, 0::bigint AS versions, NULL::float8 AS p50, NULL::float8 AS p99
+          FROM webhook_events w
+         GROUP BY 1
+        UNION ALL
+        SELECT date_trunc('minute', r.loaded_at, 'UTC'),
+               0,
+               count(*),
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY f.seconds),
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY f.seconds)
+          FROM resource_versions r
+          -- A version without source events (backfill, reconciliation) looks nothing up.
+          CROSS JOIN LATERAL (SELECT CASE WHEN cardinality(r.source_event_ids) > 0 THEN
+                                       extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8
+                                     END AS seconds) f
+         GROUP BY 1) m
+ GROUP BY m.minute;
