@@ -71,10 +71,13 @@ SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.t
 CREATE VIEW metric_contract_transitions AS
 SELECT x.contract_id, m.movement, m.at
   FROM (SELECT y.*, lag(y.cancellation_date) OVER w AS previous_cancellation_date, lag(y.status) OVER w AS previous_status
+          -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow
+          -- rows; flattened, it sorted every version with all its fields (on disk).
           FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
-                       wh_as_timestamptz(b.f -> 'cancellationdate') AS cancellation_date, wh_as_text(b.f -> 'lifecyclestatus') AS status
-                  FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract') h
-                  CROSS JOIN LATERAL (SELECT h.fields) AS b(f)) y
+                       wh_as_timestamptz(h.fields -> 'cancellationdate') AS cancellation_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
+                  FROM version_facts h
+                 WHERE h.resource_type = 'Contract'
+                OFFSET 0) y
         WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
     SELECT 'cancellation' AS movement, x.cancellation_date AS at
@@ -83,7 +86,12 @@ SELECT x.contract_id, m.movement, m.at
     SELECT 'reactivation', x.valid_from
      WHERE NOT x.deleted
        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
-            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m;
+            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m
+ -- Either movement's condition, so that only the versions with a movement run the lateral.
+ WHERE (x.cancellation_date IS NOT NULL AND x.previous_cancellation_date IS NULL)
+    OR (NOT x.deleted
+        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
+             OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial'))));
 
 -- How a payment escalation process ended, with the process's own fields. Over when the process
 -- shows a ResetAt or Status Reset; ended_at is the ResetAt (when the service reset it), or else
@@ -245,36 +253,44 @@ WITH dunnings AS (
                  wh_as_text(x.f -> 'paymentescalationprocessid') AS process_id, wh_as_timestamptz(x.f -> 'documentdate') AS document_date
             FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning' AND valid_to IS NULL AND NOT deleted) c
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
-), levels AS (
+), levels AS MATERIALIZED (
+  -- MATERIALIZED: the level is read once per version, and the sort below carries it, not the
+  -- version's fields.
   SELECT h.resource_id AS dunning_id, h.dunning_level FROM dunning_history h WHERE h.dunning_level IS NOT NULL
-), episodes AS (
-  SELECT x.episode_id,
-         (array_agg(x.dunning_id ORDER BY x.document_date, x.dunning_id))[1] AS dunning_id,
-         (array_agg(x.contract_id ORDER BY x.document_date, x.dunning_id))[1] AS contract_id,
-         (array_agg(x.customer_id ORDER BY x.document_date, x.dunning_id))[1] AS customer_id,
-         min(x.process_id) AS process_id,
-         min(x.document_date) AS started_at,
-         max(l.dunning_level) AS max_level,
-         array_agg(DISTINCT l.dunning_level ORDER BY l.dunning_level) FILTER (WHERE l.dunning_level IS NOT NULL) AS levels_reached,
-         array_agg(DISTINCT x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
+-- Each part of an episode is one aggregation, sorted once for all episodes (DISTINCT ON, or one
+-- order for all of its aggregates): with several orders in one GROUP BY, every episode sorted its
+-- rows once per order.
+), firsts AS (
+  SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id
     FROM dunnings x
-    LEFT JOIN levels l ON l.dunning_id = x.dunning_id
+   ORDER BY x.episode_id, x.document_date, x.dunning_id
+), members AS (
+  SELECT x.episode_id, min(x.process_id) AS process_id, min(x.document_date) AS started_at, array_agg(x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
+    FROM dunnings x
+   GROUP BY x.episode_id
+), reached AS (
+  SELECT x.episode_id, max(l.dunning_level) AS max_level, array_agg(DISTINCT l.dunning_level ORDER BY l.dunning_level) AS levels_reached
+    FROM dunnings x
+    JOIN levels l ON l.dunning_id = x.dunning_id
    GROUP BY x.episode_id
 )
-SELECT e.episode_id,
-       e.dunning_id,
-       e.contract_id,
-       e.customer_id,
-       e.started_at,
+SELECT m.episode_id,
+       f.dunning_id,
+       f.contract_id,
+       f.customer_id,
+       m.started_at,
        CASE WHEN z.outcome <> 'open' THEN z.ended_at END AS ended_at,
-       e.max_level,
-       e.levels_reached,
+       r.max_level,
+       r.levels_reached,
        COALESCE(z.outcome, 'open') AS outcome,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at - e.started_at END AS duration,
-       e.dunning_ids
-  FROM episodes e
-  -- LATERAL: only the processes the dunnings name are read, each by its key.
-  LEFT JOIN LATERAL (SELECT z.ended_at, z.outcome FROM metric_escalation_ends z WHERE z.process_id = e.process_id) z ON true;
+       CASE WHEN z.outcome <> 'open' THEN z.ended_at - m.started_at END AS duration,
+       m.dunning_ids
+  FROM members m
+  JOIN firsts f ON f.episode_id = m.episode_id
+  LEFT JOIN reached r ON r.episode_id = m.episode_id
+  -- LATERAL and OFFSET 0: only the processes the dunnings name are read, each by its key (without
+  -- OFFSET 0 it is planned as a join with every process's end).
+  LEFT JOIN LATERAL (SELECT z.ended_at, z.outcome FROM metric_escalation_ends z WHERE z.process_id = m.process_id OFFSET 0) z ON true;
 
 -- One episode per payment escalation process (the service starts a new process for a later
 -- escalation): from its StartedAt to its end (metric_escalation_ends). trigger_days_reached: the
@@ -331,22 +347,22 @@ CREATE VIEW pipeline_health AS
 SELECT m.minute,
        sum(m.webhooks)::bigint AS webhooks,
        sum(m.versions)::bigint AS versions,
-       max(m.p50) AS freshness_p50_s,
-       max(m.p99) AS freshness_p99_s,
+       max(m.freshness[1]) AS freshness_p50_s,
+       max(m.freshness[2]) AS freshness_p99_s,
        0::bigint AS dead_letters
-  FROM (SELECT date_trunc('minute', w.received_at, 'UTC') AS minute, count(*) AS webhooks, 0::bigint AS versions, NULL::float8 AS p50, NULL::float8 AS p99
+  FROM (SELECT date_trunc('minute', w.received_at, 'UTC') AS minute, count(*) AS webhooks, 0::bigint AS versions, NULL::float8[] AS freshness
           FROM webhook_events w
          GROUP BY 1
         UNION ALL
+        -- Both percentiles from one aggregate, so each version's sources are looked up once; a
+        -- version without source events (backfill, reconciliation) looks nothing up.
         SELECT date_trunc('minute', r.loaded_at, 'UTC'),
                0,
                count(*),
-               percentile_cont(0.5) WITHIN GROUP (ORDER BY f.seconds),
-               percentile_cont(0.99) WITHIN GROUP (ORDER BY f.seconds)
+               percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (
+                 ORDER BY CASE WHEN cardinality(r.source_event_ids) > 0 THEN
+                            extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8
+                          END)
           FROM resource_versions r
-          -- A version without source events (backfill, reconciliation) looks nothing up.
-          CROSS JOIN LATERAL (SELECT CASE WHEN cardinality(r.source_event_ids) > 0 THEN
-                                       extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8
-                                     END AS seconds) f
          GROUP BY 1) m
  GROUP BY m.minute;
