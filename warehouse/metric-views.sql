@@ -38,20 +38,21 @@ END;
 -- body without Phases, the trial's end if the contract outlived it.
 CREATE VIEW metric_contract_lifecycle AS
 SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.trial_end_date, d.cancellation_date, d.end_date, d.phases, cv.converted_at
-  FROM version_facts c
+  FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' AND valid_to IS NULL AND NOT deleted) c
+  CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
   -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
   -- date validates and casts it again (wh_as_timestamptz), and that was most of what the contract
   -- metrics cost.
   CROSS JOIN LATERAL (
     SELECT t.customer_id, t.plan_id, t.start_date, CASE WHEN t.trial_end_date > t.start_date THEN t.trial_end_date END AS trial_end_date,
            t.cancellation_date, t.end_date, t.phases
-      FROM (SELECT wh_as_text(c.fields -> 'customerid') AS customer_id,
-                   wh_as_text(c.fields -> 'planid') AS plan_id,
-                   wh_as_timestamptz(c.fields -> 'startdate') AS start_date,
-                   wh_as_timestamptz(c.fields -> 'trialenddate') AS trial_end_date,
-                   wh_as_timestamptz(c.fields -> 'cancellationdate') AS cancellation_date,
-                   wh_as_timestamptz(c.fields -> 'enddate') AS end_date,
-                   CASE WHEN jsonb_typeof(c.fields -> 'phases') = 'array' THEN c.fields -> 'phases' END AS phases
+      FROM (SELECT wh_as_text(x.f -> 'customerid') AS customer_id,
+                   wh_as_text(x.f -> 'planid') AS plan_id,
+                   wh_as_timestamptz(x.f -> 'startdate') AS start_date,
+                   wh_as_timestamptz(x.f -> 'trialenddate') AS trial_end_date,
+                   wh_as_timestamptz(x.f -> 'cancellationdate') AS cancellation_date,
+                   wh_as_timestamptz(x.f -> 'enddate') AS end_date,
+                   CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
             OFFSET 0) t
     OFFSET 0) d
   CROSS JOIN LATERAL (
@@ -62,7 +63,7 @@ SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.t
                 WHEN d.trial_end_date <= now() AND (d.end_date IS NULL OR d.end_date > d.trial_end_date) THEN d.trial_end_date
            END AS converted_at
     OFFSET 0) cv
- WHERE c.resource_type = 'Contract' AND c.valid_to IS NULL AND NOT c.deleted AND d.start_date IS NOT NULL;
+ WHERE d.start_date IS NOT NULL;
 
 -- Changes only the version history shows, because the latest body no longer carries them: a
 -- cancellation (CancellationDate set where the previous version had none; dated by the
@@ -74,9 +75,9 @@ SELECT x.contract_id, m.movement, m.at
           -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow
           -- rows; flattened, it sorted every version with all its fields (on disk).
           FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
-                       wh_as_timestamptz(h.fields -> 'cancellationdate') AS cancellation_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
-                  FROM version_facts h
-                 WHERE h.resource_type = 'Contract'
+                       wh_as_timestamptz(b.f -> 'cancellationdate') AS cancellation_date, wh_as_text(b.f -> 'lifecyclestatus') AS status
+                  FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract') h
+                  CROSS JOIN LATERAL (SELECT h.fields) AS b(f)
                 OFFSET 0) y
         WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
