@@ -256,8 +256,18 @@ WITH dunnings AS (
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
 ), levels AS MATERIALIZED (
   -- MATERIALIZED: the level is read once per version, and the sort below carries it, not the
-  -- version's fields.
-  SELECT h.resource_id AS dunning_id, h.dunning_level FROM dunning_history h WHERE h.dunning_level IS NOT NULL
+  -- version's fields. A JSON number is an integer exactly when it has no decimals and is in
+  -- range, which takes no text parsing; other values are cast as the typed columns cast them
+  -- (wh_as_integer).
+  SELECT h.resource_id AS dunning_id, lv.dunning_level
+    FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning') h
+    CROSS JOIN LATERAL (SELECT h.fields) AS x(f)
+    CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(x.f -> 'dunninglevel') = 'number' THEN
+                                      CASE WHEN scale((x.f -> 'dunninglevel')::numeric) = 0 AND (x.f -> 'dunninglevel')::numeric BETWEEN -2147483648 AND 2147483647
+                                           THEN (x.f -> 'dunninglevel')::numeric::integer END
+                                    ELSE wh_as_integer(x.f -> 'dunninglevel')
+                               END AS dunning_level) lv
+   WHERE lv.dunning_level IS NOT NULL
 -- Each part of an episode is one aggregation, sorted once for all episodes (DISTINCT ON, or one
 -- order for all of its aggregates): with several orders in one GROUP BY, every episode sorted its
 -- rows once per order.
