@@ -37,28 +37,33 @@ END;
 -- contract became paying: the start of its first phase that is neither Trial nor Inactive; for a
 -- body without Phases, the trial's end if the contract outlived it.
 CREATE VIEW metric_contract_lifecycle AS
-SELECT c.*, cv.converted_at
-  FROM (SELECT c.resource_id AS contract_id,
-               wh_as_text(x.f -> 'customerid') AS customer_id,
-               wh_as_text(x.f -> 'planid') AS plan_id,
-               wh_as_timestamptz(x.f -> 'startdate') AS start_date,
-               CASE WHEN wh_as_timestamptz(x.f -> 'trialenddate') > wh_as_timestamptz(x.f -> 'startdate') THEN wh_as_timestamptz(x.f -> 'trialenddate') END AS trial_end_date,
-               wh_as_timestamptz(x.f -> 'cancellationdate') AS cancellation_date,
-               wh_as_timestamptz(x.f -> 'enddate') AS end_date,
-               CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
-          FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' AND valid_to IS NULL AND NOT deleted) c
-          CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) c
-  -- OFFSET 0 keeps it a subquery evaluated once per contract: flattened, every use of
-  -- converted_at would walk the phases again.
+SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.trial_end_date, d.cancellation_date, d.end_date, d.phases, cv.converted_at
+  FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' AND valid_to IS NULL AND NOT deleted) c
+  CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
+  -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
+  -- date validates and casts it again (wh_as_timestamptz), and that was most of what the contract
+  -- metrics cost.
   CROSS JOIN LATERAL (
-    SELECT CASE WHEN c.trial_end_date IS NULL THEN NULL
-                WHEN c.phases IS NOT NULL THEN
-                  (SELECT min(p.starts_at) FROM metric_contract_phases(c.phases) p
-                    WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= c.start_date)
-                WHEN c.trial_end_date <= now() AND (c.end_date IS NULL OR c.end_date > c.trial_end_date) THEN c.trial_end_date
+    SELECT t.customer_id, t.plan_id, t.start_date, CASE WHEN t.trial_end_date > t.start_date THEN t.trial_end_date END AS trial_end_date,
+           t.cancellation_date, t.end_date, t.phases
+      FROM (SELECT wh_as_text(x.f -> 'customerid') AS customer_id,
+                   wh_as_text(x.f -> 'planid') AS plan_id,
+                   wh_as_timestamptz(x.f -> 'startdate') AS start_date,
+                   wh_as_timestamptz(x.f -> 'trialenddate') AS trial_end_date,
+                   wh_as_timestamptz(x.f -> 'cancellationdate') AS cancellation_date,
+                   wh_as_timestamptz(x.f -> 'enddate') AS end_date,
+                   CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
+            OFFSET 0) t
+    OFFSET 0) d
+  CROSS JOIN LATERAL (
+    SELECT CASE WHEN d.trial_end_date IS NULL THEN NULL
+                WHEN d.phases IS NOT NULL THEN
+                  (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
+                    WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= d.start_date)
+                WHEN d.trial_end_date <= now() AND (d.end_date IS NULL OR d.end_date > d.trial_end_date) THEN d.trial_end_date
            END AS converted_at
     OFFSET 0) cv
- WHERE c.start_date IS NOT NULL;
+ WHERE d.start_date IS NOT NULL;
 
 -- Changes only the version history shows, because the latest body no longer carries them: a
 -- cancellation (CancellationDate set where the previous version had none; dated by the
@@ -67,10 +72,13 @@ SELECT c.*, cv.converted_at
 CREATE VIEW metric_contract_transitions AS
 SELECT x.contract_id, m.movement, m.at
   FROM (SELECT y.*, lag(y.cancellation_date) OVER w AS previous_cancellation_date, lag(y.status) OVER w AS previous_status
+          -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow
+          -- rows; flattened, it sorted every version with all its fields (on disk).
           FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
                        wh_as_timestamptz(b.f -> 'cancellationdate') AS cancellation_date, wh_as_text(b.f -> 'lifecyclestatus') AS status
                   FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract') h
-                  CROSS JOIN LATERAL (SELECT h.fields) AS b(f)) y
+                  CROSS JOIN LATERAL (SELECT h.fields) AS b(f)
+                OFFSET 0) y
         WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
     SELECT 'cancellation' AS movement, x.cancellation_date AS at
@@ -79,7 +87,12 @@ SELECT x.contract_id, m.movement, m.at
     SELECT 'reactivation', x.valid_from
      WHERE NOT x.deleted
        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
-            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m;
+            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m
+ -- Either movement's condition, so that only the versions with a movement run the lateral.
+ WHERE (x.cancellation_date IS NOT NULL AND x.previous_cancellation_date IS NULL)
+    OR (NOT x.deleted
+        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
+             OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial'))));
 
 -- How a payment escalation process ended, with the process's own fields. Over when the process
 -- shows a ResetAt or Status Reset; ended_at is the ResetAt (when the service reset it), or else
@@ -116,32 +129,36 @@ SELECT p.resource_id AS process_id,
 -- that is not in the future; to today when that date is less than 32 days ago. Computed from
 -- each contract's state changes (a running sum), not contract by day.
 CREATE VIEW contract_daily AS
--- Each contract's phases are parsed once, into arrays (their starts; the starts and plans of those
--- with a plan, in phase order): parsing them again for every state change was most of the cost.
-WITH contracts AS (
+-- Each contract is read once (MATERIALIZED: its dates parsed once, not at every state change),
+-- with its phases as arrays: their starts, and the starts and plans of those with a plan and a
+-- start, ordered by start then phase order, so the plan at a moment is a binary search
+-- (width_bucket: how many of those starts are at or before it, the last one being the latest
+-- phase started by then) instead of a sort per state change.
+WITH contracts AS MATERIALIZED (
   SELECT l.contract_id, l.plan_id, l.start_date, l.trial_end_date, l.cancellation_date, l.end_date, ph.starts, ph.plan_starts, ph.plans
     FROM metric_contract_lifecycle l
-    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.n) AS starts,
-                               array_agg(p.starts_at ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plan_starts,
-                               array_agg(p.plan_id ORDER BY p.n) FILTER (WHERE p.plan_id IS NOT NULL) AS plans
+    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) AS starts,
+                               array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plan_starts,
+                               array_agg(p.plan_id ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plans
                           FROM metric_contract_phases(l.phases) p
                         OFFSET 0) ph
-), points AS (
-  SELECT l.contract_id, l.plan_id, l.plan_starts, l.plans, l.trial_end_date, l.cancellation_date, l.end_date, v.at
-    FROM contracts l
-    CROSS JOIN LATERAL (SELECT l.start_date UNION SELECT l.trial_end_date UNION SELECT l.cancellation_date UNION SELECT l.end_date
-                        UNION SELECT unnest(l.starts)) v(at)
-   WHERE v.at >= l.start_date
-), segments AS (
-  SELECT p.at,
-         lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until,
-         CASE WHEN p.end_date <= p.at THEN 'ended'
-              WHEN p.cancellation_date <= p.at THEN 'cancelled_running'
-              WHEN p.trial_end_date > p.at THEN 'in_trial'
+), points AS MATERIALIZED (
+  -- The state and plan at each point are computed here, so the window's sort carries a narrow row
+  -- (not the contract's arrays). A date two of a contract's dates share gives two points: the
+  -- first one's segment is empty (it ends where it starts), and its +1 and -1 cancel on that day.
+  SELECT l.contract_id,
+         v.at,
+         CASE WHEN l.end_date <= v.at THEN 'ended'
+              WHEN l.cancellation_date <= v.at THEN 'cancelled_running'
+              WHEN l.trial_end_date > v.at THEN 'in_trial'
               ELSE 'active'
          END AS state,
-         COALESCE((SELECT x.plan_id FROM unnest(p.plan_starts, p.plans) WITH ORDINALITY AS x(starts_at, plan_id, n)
-                    WHERE x.starts_at <= p.at ORDER BY x.starts_at DESC, x.n DESC LIMIT 1), p.plan_id) AS plan_id
+         COALESCE(l.plans[width_bucket(v.at, l.plan_starts)], l.plan_id) AS plan_id
+    FROM contracts l
+    CROSS JOIN LATERAL unnest(ARRAY[l.start_date, l.trial_end_date, l.cancellation_date, l.end_date] || l.starts) AS v(at)
+   WHERE v.at >= l.start_date
+), segments AS (
+  SELECT p.at, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until, p.state, p.plan_id
     FROM points p
 ), deltas AS (
   SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
@@ -237,36 +254,54 @@ WITH dunnings AS (
                  wh_as_text(x.f -> 'paymentescalationprocessid') AS process_id, wh_as_timestamptz(x.f -> 'documentdate') AS document_date
             FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning' AND valid_to IS NULL AND NOT deleted) c
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
-), levels AS (
-  SELECT h.resource_id AS dunning_id, h.dunning_level FROM dunning_history h WHERE h.dunning_level IS NOT NULL
-), episodes AS (
-  SELECT x.episode_id,
-         (array_agg(x.dunning_id ORDER BY x.document_date, x.dunning_id))[1] AS dunning_id,
-         (array_agg(x.contract_id ORDER BY x.document_date, x.dunning_id))[1] AS contract_id,
-         (array_agg(x.customer_id ORDER BY x.document_date, x.dunning_id))[1] AS customer_id,
-         min(x.process_id) AS process_id,
-         min(x.document_date) AS started_at,
-         max(l.dunning_level) AS max_level,
-         array_agg(DISTINCT l.dunning_level ORDER BY l.dunning_level) FILTER (WHERE l.dunning_level IS NOT NULL) AS levels_reached,
-         array_agg(DISTINCT x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
+), levels AS MATERIALIZED (
+  -- MATERIALIZED: the level is read once per version, and the sort below carries it, not the
+  -- version's fields. A JSON number is an integer exactly when it has no decimals and is in
+  -- range, which takes no text parsing; other values are cast as the typed columns cast them
+  -- (wh_as_integer).
+  SELECT h.resource_id AS dunning_id, lv.dunning_level
+    FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning') h
+    CROSS JOIN LATERAL (SELECT h.fields) AS x(f)
+    CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(x.f -> 'dunninglevel') = 'number' THEN
+                                      CASE WHEN scale((x.f -> 'dunninglevel')::numeric) = 0 AND (x.f -> 'dunninglevel')::numeric BETWEEN -2147483648 AND 2147483647
+                                           THEN (x.f -> 'dunninglevel')::numeric::integer END
+                                    ELSE wh_as_integer(x.f -> 'dunninglevel')
+                               END AS dunning_level) lv
+   WHERE lv.dunning_level IS NOT NULL
+-- Each part of an episode is one aggregation, sorted once for all episodes (DISTINCT ON, or one
+-- order for all of its aggregates): with several orders in one GROUP BY, every episode sorted its
+-- rows once per order.
+), firsts AS (
+  SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id
     FROM dunnings x
-    LEFT JOIN levels l ON l.dunning_id = x.dunning_id
+   ORDER BY x.episode_id, x.document_date, x.dunning_id
+), members AS (
+  SELECT x.episode_id, min(x.process_id) AS process_id, min(x.document_date) AS started_at, array_agg(x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
+    FROM dunnings x
+   GROUP BY x.episode_id
+), reached AS (
+  SELECT x.episode_id, max(l.dunning_level) AS max_level, array_agg(DISTINCT l.dunning_level ORDER BY l.dunning_level) AS levels_reached
+    FROM dunnings x
+    JOIN levels l ON l.dunning_id = x.dunning_id
    GROUP BY x.episode_id
 )
-SELECT e.episode_id,
-       e.dunning_id,
-       e.contract_id,
-       e.customer_id,
-       e.started_at,
+SELECT m.episode_id,
+       f.dunning_id,
+       f.contract_id,
+       f.customer_id,
+       m.started_at,
        CASE WHEN z.outcome <> 'open' THEN z.ended_at END AS ended_at,
-       e.max_level,
-       e.levels_reached,
+       r.max_level,
+       r.levels_reached,
        COALESCE(z.outcome, 'open') AS outcome,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at - e.started_at END AS duration,
-       e.dunning_ids
-  FROM episodes e
-  -- LATERAL: only the processes the dunnings name are read, each by its key.
-  LEFT JOIN LATERAL (SELECT z.ended_at, z.outcome FROM metric_escalation_ends z WHERE z.process_id = e.process_id) z ON true;
+       CASE WHEN z.outcome <> 'open' THEN z.ended_at - m.started_at END AS duration,
+       m.dunning_ids
+  FROM members m
+  JOIN firsts f ON f.episode_id = m.episode_id
+  LEFT JOIN reached r ON r.episode_id = m.episode_id
+  -- LATERAL and OFFSET 0: only the processes the dunnings name are read, each by its key (without
+  -- OFFSET 0 it is planned as a join with every process's end).
+  LEFT JOIN LATERAL (SELECT z.ended_at, z.outcome FROM metric_escalation_ends z WHERE z.process_id = m.process_id OFFSET 0) z ON true;
 
 -- One episode per payment escalation process (the service starts a new process for a later
 -- escalation): from its StartedAt to its end (metric_escalation_ends). trigger_days_reached: the
@@ -316,23 +351,29 @@ SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
 -- dead_letters is 0: dead letters go to the Kafka DLQ topics and the sink's
 -- billing_loader_sink_dead_letters_total metric; the warehouse records none.
 CREATE VIEW pipeline_health AS
-WITH received AS (
-  SELECT date_trunc('minute', w.received_at) AS minute, count(*) AS webhooks FROM webhook_events w GROUP BY 1
-), loaded AS (
-  SELECT date_trunc('minute', r.loaded_at) AS minute,
-         count(*) AS versions,
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY f.seconds) AS p50,
-         percentile_cont(0.99) WITHIN GROUP (ORDER BY f.seconds) AS p99
-    FROM resource_versions r
-    LEFT JOIN LATERAL (SELECT extract(epoch FROM r.loaded_at - min(w.received_at))::float8 AS seconds
-                         FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id) f ON true
-   GROUP BY 1
-)
-SELECT COALESCE(l.minute, rc.minute) AS minute,
-       COALESCE(rc.webhooks, 0) AS webhooks,
-       COALESCE(l.versions, 0) AS versions,
-       l.p50 AS freshness_p50_s,
-       l.p99 AS freshness_p99_s,
+-- Minutes in UTC with an explicit zone: migration 0006 indexes exactly these expressions, so a
+-- filter on minute (the dashboard's last hours) reads only those minutes' index entries, and the
+-- whole view reads the indexes in minute order instead of every version and webhook. A UTC
+-- minute is the minute in any zone whose offset is whole minutes.
+SELECT m.minute,
+       sum(m.webhooks)::bigint AS webhooks,
+       sum(m.versions)::bigint AS versions,
+       max(m.freshness[1]) AS freshness_p50_s,
+       max(m.freshness[2]) AS freshness_p99_s,
        0::bigint AS dead_letters
-  FROM loaded l
-  FULL JOIN received rc ON rc.minute = l.minute;
+  FROM (SELECT date_trunc('minute', w.received_at, 'UTC') AS minute, count(*) AS webhooks, 0::bigint AS versions, NULL::float8[] AS freshness
+          FROM webhook_events w
+         GROUP BY 1
+        UNION ALL
+        -- Both percentiles from one aggregate, so each version's sources are looked up once; a
+        -- version without source events (backfill, reconciliation) looks nothing up.
+        SELECT date_trunc('minute', r.loaded_at, 'UTC'),
+               0,
+               count(*),
+               percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (
+                 ORDER BY CASE WHEN cardinality(r.source_event_ids) > 0 THEN
+                            extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8
+                          END)
+          FROM resource_versions r
+         GROUP BY 1) m
+ GROUP BY m.minute;
