@@ -145,7 +145,10 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     if (batch.isEmpty()) return;
     const gen = owner.generation();
     try {
-      await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, owner.prepare(gen));
+      await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, owner.prepare(gen), {
+        afterMs: sessionTimeoutMs,
+        report: (elapsedMs) => log.warn('partition preparation still running', { partition: batch.partition, generation: gen, stage: owner.preparationStage(), elapsedMs }),
+      });
     } catch (err) {
       // Nothing resolved: the batch is fetched again and the next call prepares anew.
       if (err instanceof PreparationOvertaken) return;
@@ -160,7 +163,12 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       const started = Date.now();
       // The last part covers the batch to its last offset: past a trailing transaction marker too.
       const upTo = end === batch.messages.length ? batch.lastOffset() : (batch.messages[end - 1] as KafkaMessage).offset;
-      const resources = await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, handlePart(payload, batch.messages.slice(start, end), upTo, gen));
+      const progress = { stage: 'starting' };
+      const firstOffset = (batch.messages[start] as KafkaMessage).offset;
+      const resources = await heartbeatWhile(payload.heartbeat, heartbeatIntervalMs, handlePart(payload, batch.messages.slice(start, end), upTo, gen, progress), {
+        afterMs: sessionTimeoutMs,
+        report: (elapsedMs) => log.warn('fetcher part still running', { partition: batch.partition, firstOffset, lastOffset: upTo, stage: progress.stage, elapsedMs }),
+      });
       if (resources === undefined) return; // reassigned meanwhile
       sizer.record(resources, Date.now() - started);
       start = end;
@@ -168,7 +176,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   };
 
   /** One part of a batch: its reads, versions and offsets in one transaction. Returns how many resources it named, or undefined if the partition was reassigned meanwhile. */
-  const handlePart = async (payload: EachBatchPayload, messages: KafkaMessage[], lastOffset: string, gen: number): Promise<number | undefined> => {
+  const handlePart = async (payload: EachBatchPayload, messages: KafkaMessage[], lastOffset: string, gen: number, progress: { stage: string }): Promise<number | undefined> => {
     const { batch } = payload;
     const owned = owner.partition(batch.partition, gen);
     if (!owned) return undefined; // reassigned meanwhile
@@ -186,6 +194,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
 
     // All requests of this part were received before this point, so one fetch per resource,
     // started now, is fresh for every one of them (docs/CONTRACT.md property 2).
+    progress.stage = 'reading';
     const results = await Promise.all(groups.map(([key, pending]) => readResource(pending, partitionHeads.get(key))));
     const failed = results.find((r): r is Extract<ReadResult, { kind: 'failed' }> => r.kind === 'failed' && r.failure !== 'rejected');
     if (failed) {
@@ -204,9 +213,10 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     }
     for (const type of planned.unchanged) metrics.unchanged.inc({ type });
     for (const v of planned.versions) metrics.versions.inc({ type: v.type, deleted: String(v.deleted) });
-    const published = await publish(owned.producer, { plan: planned, groups, invalid, source, lastOffset }, () => gen === owner.generation());
+    const published = await publish(owned.producer, { plan: planned, groups, invalid, source, lastOffset }, () => gen === owner.generation(), (stage) => (progress.stage = stage));
     if (!published) return undefined;
     const { plan, letters } = published;
+    progress.stage = 'caching heads';
     // Awaited: the next part of this partition must see these heads.
     await owned.committed(plan.headRecords.map((r) => ({ key: r.key as string, value: r.value as Buffer })), published.headsEnd);
     if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);

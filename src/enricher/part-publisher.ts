@@ -45,8 +45,15 @@ export function createPartPublisher(deps: PartPublisherDeps) {
    * partition and the offset after the last one; undefined when the broker did not say), or
    * undefined if `stillOwner` said no before the transaction.
    */
-  return async (producer: Producer, part: PlannedPart, stillOwner: () => boolean): Promise<{ plan: PartPlan; letters: DeadLetter[]; headsEnd?: { partition: number; offset: string } } | undefined> => {
+  return async (
+    producer: Producer,
+    part: PlannedPart,
+    stillOwner: () => boolean,
+    /** Told each step as it starts (for the fetcher's report of a part that does not finish). */
+    onStage: (stage: string) => void = () => undefined,
+  ): Promise<{ plan: PartPlan; letters: DeadLetter[]; headsEnd?: { partition: number; offset: string } } | undefined> => {
     const { source } = part;
+    onStage('encoding');
     const encodedSnapshots = await Promise.all(part.plan.snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
     const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
     const { plan } = holdBackTooLarge(part.plan, part.groups, tooLarge.map((m) => ({ key: m.key, bytes: m.value.length })), { topic: deps.topics.snapshots, maxBytes: limitOf(deps.topics.snapshots) }, source);
@@ -54,6 +61,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
     const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
 
     if (!stillOwner()) return undefined;
+    onStage('beginning transaction');
     const transaction = await producer.transaction();
     let headsEnd: { partition: number; offset: string } | undefined;
     let headsUnknown = false;
@@ -67,6 +75,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
       ].filter((t) => t.messages.length > 0);
       // Snapshots carry whole bodies: one send of a big part could exceed the largest record
       // batch a partition accepts. Several sends in one transaction are still all or nothing.
+      onStage('sending');
       for (const send of splitSends(topicMessages, limitOf)) {
         const sent = await transaction.sendBatch({ topicMessages: send, acks: -1 });
         const heads = send.find((t) => t.topic === deps.internal.heads)?.messages.length ?? 0;
@@ -76,13 +85,17 @@ export function createPartPublisher(deps: PartPublisherDeps) {
         if (where.length !== 1 || base === undefined || (headsEnd && headsEnd.partition !== where[0]?.partition)) headsUnknown = true;
         else headsEnd = { partition: (where[0] as { partition: number }).partition, offset: (BigInt(base) + BigInt(heads)).toString() };
       }
+      onStage('sending offsets');
       await sendOffsets(transaction, {
         consumerGroupId: deps.groupId,
         topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: (BigInt(part.lastOffset) + 1n).toString() }] }],
       });
+      onStage('committing');
       await transaction.commit();
     } catch (err) {
+      onStage(`aborting after: ${errorMessage(err)}`);
       await transaction.abort().catch(() => undefined);
+      onStage(`starting the partitions over after: ${errorMessage(err)}`);
       // The retriable error makes kafkajs restart the consumer from the committed offsets.
       await deps.onFailure();
       throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: source.topic, partition: source.partition } });

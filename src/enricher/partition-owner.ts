@@ -61,6 +61,8 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   // leaves): a join or a prepare after close would connect producers and read heads that nothing
   // closes any more, and the process would never exit.
   let closed = false;
+  // What the preparation in progress is waiting for (reported when it takes long).
+  let stage = 'idle';
 
   const closeProducers = async () => {
     const all = [...producers.values()];
@@ -79,18 +81,22 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
           partitions.map(async (p) => {
             const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
             created.set(p, producer);
+            stage = 'connecting producers';
             await producer.connect();
             if (closed) throw new Error('partition owner closed');
             // An overtaken preparation must not fence the producers of the one that overtook it.
             if (started !== epoch) throw new PreparationOvertaken();
             // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
             // catch-up below, which an open transaction of the previous owner would hold up.
+            stage = 'fencing previous owners';
             await fencePreviousOwner(producer);
+            stage = 'writing restore barriers';
             // The catch-up reads up to this barrier, not to the last stable offset (read-to-end.ts).
             barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p));
           }),
         );
         const began = Date.now();
+        stage = 'catching up heads';
         const run = catchUps.catch(() => undefined).then(() => catchUpHeads(kafka, deps.internal.heads, partitions, deps.cache, barriers));
         catchUps = run;
         const caught = await run;
@@ -98,6 +104,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         if (started !== epoch || gen !== generation) throw new PreparationOvertaken();
         for (const [p, producer] of created) producers.set(p, producer);
         for (const p of partitions) caughtUp.add(p);
+        stage = 'done';
         log.info('heads restored', { partitions, fromOffsets: caught.map((c) => `${c.partition}:${c.from}${c.full ? ' (full)' : ''}`), records: caught.reduce((n, c) => n + c.records, 0), ms: Date.now() - began });
       } catch (err) {
         await Promise.allSettled([...created.values()].map((producer) => producer.disconnect()));
@@ -114,6 +121,9 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   return {
     /** The current assignment's number: work started under an older one is dropped. */
     generation: () => generation,
+
+    /** What the latest preparation is (or was last) waiting for. */
+    preparationStage: () => stage,
 
     onGroupJoin: (c: Consumer) =>
       c.on(c.events.GROUP_JOIN, ({ payload }) => {
