@@ -17,6 +17,8 @@ import { createRegistry } from '../../src/registry/registry.js';
 import type { ScenarioResult } from '../../src/simulator/scenario-runner.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/simulator.js';
 import { packageRoot } from '../../src/package-root.js';
+import { delayForwarderGroupId, enricherGroupId, fetcherGroupId } from '../../src/enricher/enricher.js';
+import { sinkGroupId } from '../../src/sink/sink.js';
 import { enricherTopics, topicNames } from '../../src/wire/topics.js';
 import { testConfig } from '../helpers/environment.js';
 import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
@@ -103,10 +105,11 @@ const processName = (component: Component, instance: number) => (instance === 0 
  */
 export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun> {
   const started = Date.now();
-  // FAULT_LOG_DIR=<dir>: every component's whole log, appended to <dir>/<fault>.<component>.log.
+  // FAULT_LOG_DIR=<dir>: every component's whole log, appended to <dir>/<fault>.<component>.log,
+  // at FAULT_LOG_LEVEL (default info; debug adds kafkajs's group joins and fetch decisions).
   const logDir = process.env.FAULT_LOG_DIR;
   if (logDir) mkdirSync(logDir, { recursive: true });
-  const config = testConfig({ LOG_LEVEL: logDir ? 'info' : 'warn', ...options.env });
+  const config = testConfig({ LOG_LEVEL: logDir ? (process.env.FAULT_LOG_LEVEL ?? 'info') : 'warn', ...options.env });
   const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: `fault-${options.fault}`, log: silentLogger, max: 3 });
   // kafkajs's reconnection noise while a broker is down is expected here: keep it out of the output.
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `fault-${options.fault}`, log: silentLogger });
@@ -224,8 +227,18 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
       try {
         await drainPipeline({ kafka, config, pool, sim, timeoutMs: 150_000 });
       } catch (err) {
-        // A stuck pipeline is explained by what its processes said, not by the wait that gave up.
-        throw new Error(`${errorMessage(err)}\n${run.logs()}`, { cause: err });
+        // A stuck pipeline is explained by what its processes said, not by the wait that gave up,
+        // and by which stage holds the records: per partition, its group's committed offset
+        // against the last stable offset (a committed offset short of it: that consumer stopped
+        // taking records; none short while records are missing: an open transaction hides them).
+        const standing = await whereStagesStand(kafka, config).catch((e: unknown) => `stages: ${errorMessage(e)}`);
+        const probes = await Promise.all(names.map(async (name) => {
+          const url = `http://127.0.0.1:${ports.get(name) ?? 0}`;
+          const said = async (path: string) => fetch(`${url}${path}`).then(async (r) => `${r.status} ${await r.text()}`, (e: unknown) => errorMessage(e));
+          const counters = (await said('/metrics')).split('\n').filter((l) => !l.startsWith('#') && /(fetch_requests_total|consumer_lag|delayed_forwarded_total|versions_total|webhooks_total|rows_written_total)/.test(l));
+          return `probe ${name}: readyz ${await said('/readyz')}\n${counters.join('\n')}`;
+        }));
+        throw new Error(`${errorMessage(err)}\n${standing}\n${probes.join('\n')}\n${run.logs()}`, { cause: err });
       }
       const webhooks = await compareWebhooksToDeliveries(pool, config.databaseSchema, sim);
       const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
@@ -296,6 +309,34 @@ export function expectNothingLost(result: Awaited<ReturnType<FaultRun['finish']>
   expect(figures.deadLetters, logs).toBe(0);
   expect(figures.acknowledged).toBeGreaterThan(0);
   expect(figures.objects).toBeGreaterThan(0);
+}
+
+/** Per stage (group and topic it consumes), `partition:committed/last-stable-offset` of every partition. */
+async function whereStagesStand(kafka: Kafka, config: Config): Promise<string> {
+  const names = topicNames(config.topicPrefix);
+  const internal = enricherTopics(config.topicPrefix);
+  const stages: [string, string, string][] = [
+    ['router', enricherGroupId(config.topicPrefix), names.webhooks],
+    ['fetcher', fetcherGroupId(config.topicPrefix), internal.requests],
+    ['delay forwarder', delayForwarderGroupId(config.topicPrefix), internal.delayed],
+    ['sink', sinkGroupId(config), names.snapshots],
+    ['sink', sinkGroupId(config), names.webhooks],
+  ];
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const lines: string[] = [];
+    for (const [stage, groupId, topic] of stages) {
+      const ends = await admin.fetchTopicOffsets(topic);
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, p.offset]));
+      const parts = ends.sort((a, b) => a.partition - b.partition).map((e) => `${e.partition}:${at.get(e.partition) ?? '?'}/${e.high}${at.get(e.partition) !== e.high ? ' BEHIND' : ''}`);
+      lines.push(`stage ${stage} (${topic}): ${parts.join(' ')}`);
+    }
+    return lines.join('\n');
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /**
