@@ -81,7 +81,12 @@ export interface FaultRun {
   terminate(component: Component, instance?: number): Promise<void>;
   /** Plays the default scenario (resolves when the last event is emitted). */
   playScenario(): Promise<ScenarioResult>;
-  /** Waits until `webhook_events` holds at least `n` rows: the pipeline is flowing end to end. */
+  /**
+   * Waits until `webhook_events` holds at least `n` rows and `resource_versions` at least one: the
+   * pipeline is flowing end to end. Webhook rows alone come straight from the ingress through the
+   * sink: a fault could then strike an enricher still fencing and restoring its heads, which
+   * has published nothing yet, and the test would not exercise what it names.
+   */
   waitForRows(n: number): Promise<void>;
   /** Resolves once `extra` more events were emitted since the call: the scenario went on meanwhile. */
   eventsLater(extra: number): Promise<void>;
@@ -214,7 +219,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     terminate,
     playScenario: () => sim.runScenario({ name: 'default', customers: 16, stepDelayMs: 100 }),
     async waitForRows(n) {
-      await waitFor(async () => (await count('webhook_events')) >= n, { timeoutMs: 60_000, intervalMs: 100, what: `${n} webhooks in the warehouse` });
+      await waitFor(async () => (await count('webhook_events')) >= n && (await count('resource_versions')) > 0, { timeoutMs: 60_000, intervalMs: 100, what: `${n} webhooks and a version in the warehouse` });
     },
     async eventsLater(extra) {
       const target = sim.stats().events + extra;
