@@ -5,9 +5,15 @@ import { defineConfig } from 'vitest/config';
  * - unit: pure logic beside the code;
  * - integration: real Kafka, registry, PostgreSQL (test/global-setup.ts), files in parallel,
  *   each with its own topics, groups and schema;
- * - faults: tests that stop or kill shared services (broker, database), one file at a time and
- *   after everything else, so they never pull a service from under another test.
+ * - faults: tests that kill the loader's processes or stop a service of their own (a private
+ *   broker or database), two files at a time, after everything else: most of their time is
+ *   spent waiting out session and retry timeouts, not computing;
+ * - shared-service faults: the one test that stops the shared stack's PostgreSQL, alone and
+ *   last, so it never pulls the database from under another test.
  */
+/** Stops the shared stack's PostgreSQL; every other fault test brings its own services or kills only the loader's processes. */
+const SHARED_SERVICE_FAULTS = 'test/faults/sink-postgres-restart.test.ts';
+
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
@@ -28,11 +34,22 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
+          exclude: [SHARED_SERVICE_FAULTS],
+          testTimeout: 420_000,
+          hookTimeout: 180_000,
+          maxWorkers: 2,
+          sequence: { groupOrder: 2 },
+        },
+      },
+      {
+        test: {
+          name: 'shared-service-faults',
+          include: [SHARED_SERVICE_FAULTS],
           testTimeout: 420_000,
           hookTimeout: 180_000,
           fileParallelism: false,
           maxWorkers: 1,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
         },
       },
     ],
