@@ -18,7 +18,10 @@
 //    startSink) into another fresh warehouse, and the same rows with plain COPY into a table
 //    with the same columns and indexes and no trigger, timing only the COPYs;
 // 4. times a SELECT of each metric view, whole and as a dashboard reads it (a 90-day range, the
-//    open episodes, the last hour), each the median of --runs runs. --metrics-only skips 2 and 3.
+//    open episodes, the last hour), each the median of --runs runs; then each request of the
+//    dashboard page as it first loads (the whole range; the data layer the server calls, so the
+//    SQL of one request, possibly several statements, without HTTP), median of --runs runs.
+//    --metrics-only skips 2 and 3.
 // DATABASE_URL etc. from the environment (the local stack by default); private schemas and
 // topics, dropped at the end unless --keep.
 import { createHash, randomBytes } from 'node:crypto';
@@ -39,6 +42,7 @@ import { createRegistry } from '../../dist/registry/registry.js';
 import { snapshotLine } from '../../dist/sink/batch-writer.js';
 import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
 import { copyFrom } from '../../dist/warehouse/copy-from.js';
+import { createDashboardData } from '../../dist/dashboard/dashboard-data.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -465,9 +469,34 @@ try {
     metricResults.push({ query: q.name, ms: now.ms, rows: now.rows });
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)`);
   }
+  const dashboardResults = [];
+  const dashboard = createDashboardData(pool, schema);
+  const timeCall = async (name, call) => {
+    const times = [];
+    for (let i = 0; i < RUNS; i++) {
+      const t = performance.now();
+      await call();
+      times.push(performance.now() - t);
+    }
+    times.sort((a, b) => a - b);
+    const ms = +times[Math.floor(times.length / 2)].toFixed(1);
+    dashboardResults.push({ request: name, ms });
+    say(`dashboard ${name}: ${ms} ms`);
+  };
+  await timeCall('/api/range', () => dashboard.range());
+  const whole = await dashboard.range();
+  if (whole) {
+    await timeCall('/api/contract-daily', () => dashboard.contractDaily(whole));
+    await timeCall('/api/movements', () => dashboard.movements(whole));
+    await timeCall('/api/trial-cohorts', () => dashboard.trialCohorts(whole));
+    await timeCall('/api/episodes', () => dashboard.episodes(whole));
+    await timeCall('/api/payments', () => dashboard.payments(whole));
+  }
+  await timeCall('/api/pipeline-health', () => dashboard.pipelineHealth());
+  if (picks[0].one) await timeCall('/api/timeline (one contract)', () => dashboard.timeline(picks[0].one));
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
-  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, sink }, null, 2));
+  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, dashboard: dashboardResults, sink }, null, 2));
 } finally {
   if (!args.keep) for (const s of [schema, oldSchema, sinkSchema, copySchema, noFactsSchema]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
   await pool.end();
