@@ -42,6 +42,7 @@ import { createRegistry } from '../../dist/registry/registry.js';
 import { snapshotLine } from '../../dist/sink/batch-writer.js';
 import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
 import { copyFrom } from '../../dist/warehouse/copy-from.js';
+import { analystConnectionString } from '../../dist/dashboard/analyst-pool.js';
 import { createDashboardData } from '../../dist/dashboard/dashboard-data.js';
 
 const { values: args } = parseArgs({
@@ -470,7 +471,9 @@ try {
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)`);
   }
   const dashboardResults = [];
-  const dashboard = createDashboardData(pool, schema);
+  // Through the dashboard's own sessions: the analyst role, read-only, its work_mem.
+  const dashboardPool = createPool({ databaseUrl: analystConnectionString(config.databaseUrl), applicationName: 'bench-warehouse dashboard', log, max: 4 });
+  const dashboard = createDashboardData(dashboardPool, schema);
   const timeCall = async (name, call) => {
     const times = [];
     for (let i = 0; i < RUNS; i++) {
@@ -494,6 +497,7 @@ try {
   }
   await timeCall('/api/pipeline-health', () => dashboard.pipelineHealth());
   if (picks[0].one) await timeCall('/api/timeline (one contract)', () => dashboard.timeline(picks[0].one));
+  await dashboardPool.end();
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
   console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, dashboard: dashboardResults, sink }, null, 2));

@@ -8,13 +8,19 @@ import { ANALYST_ROLE } from '../warehouse/resource-types.js';
  * read-only transactions and UTC days:
  * PostgreSQL applies startup options before the first query, so there is no moment in which a
  * pooled connection holds the login's own rights (an owner's URL, as in the demo). Options the
- * URL already carries are kept, ours last so they win.
+ * URL already carries are kept, ours last so they win; but for work_mem, which the URL may set.
+ *
+ * work_mem 64MB: the metric views sort a row per contract version (transitions) or per episode,
+ * and at a million versions those sorts spill to disk at PostgreSQL's default 4MB, which made
+ * subscription_movements a third slower (docs/ARCHITECTURE.md, Dashboard).
  */
+export const DASHBOARD_WORK_MEM = '64MB';
+
 export function analystConnectionString(databaseUrl: string): string {
   const url = new URL(databaseUrl);
   const ours = `-c role=${ANALYST_ROLE} -c default_transaction_read_only=on -c TimeZone=UTC`;
   const theirs = url.searchParams.get('options');
-  url.searchParams.set('options', theirs ? `${theirs} ${ours}` : ours);
+  url.searchParams.set('options', [`-c work_mem=${DASHBOARD_WORK_MEM}`, theirs, ours].filter(Boolean).join(' '));
   return url.toString();
 }
 

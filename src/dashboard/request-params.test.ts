@@ -32,11 +32,11 @@ describe('parseResourceId', () => {
 });
 
 describe('analystConnectionString', () => {
-  it('starts every session as the analyst role, read-only, in UTC, after any options the URL had', () => {
+  it('starts every session as the analyst role, read-only, in UTC, after any options the URL had; their work_mem wins over ours', () => {
     const options = (url: string) => new URL(analystConnectionString(url)).searchParams.get('options');
-    expect(options('postgres://u:p@h:5432/db')).toBe('-c role=billing_loader_analyst -c default_transaction_read_only=on -c TimeZone=UTC');
-    expect(options('postgres://u:p@h/db?options=-c%20statement_timeout%3D5000&sslmode=require')).toBe(
-      '-c statement_timeout=5000 -c role=billing_loader_analyst -c default_transaction_read_only=on -c TimeZone=UTC',
+    expect(options('postgres://u:p@h:5432/db')).toBe('-c work_mem=64MB -c role=billing_loader_analyst -c default_transaction_read_only=on -c TimeZone=UTC');
+    expect(options('postgres://u:p@h/db?options=-c%20statement_timeout%3D5000%20-c%20work_mem%3D16MB&sslmode=require')).toBe(
+      '-c work_mem=64MB -c statement_timeout=5000 -c work_mem=16MB -c role=billing_loader_analyst -c default_transaction_read_only=on -c TimeZone=UTC',
     );
     expect(new URL(analystConnectionString('postgres://u:p@h/db?sslmode=require')).searchParams.get('sslmode')).toBe('require');
   });

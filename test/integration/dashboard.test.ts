@@ -5,6 +5,7 @@ import pg from 'pg';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { DASHBOARD_WORK_MEM } from '../../src/dashboard/analyst-pool.js';
 import { startDashboard, type RunningDashboard } from '../../src/dashboard/dashboard-server.js';
 import { quoteIdent } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
@@ -83,6 +84,52 @@ describe('dashboard HTTP', () => {
     }
   });
 
+  it('answers the span of contract_daily and payment_outcomes as the range, and over it and a part of it the episodes and contracts the views hold', async () => {
+    const whole = await one<{ from: string; to: string }>(
+      `SELECT least((SELECT min(day) FROM ${s}.contract_daily), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
+              greatest((SELECT max(day) FROM ${s}.contract_daily), (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
+    );
+    expect(await get('/api/range')).toEqual({ status: 200, body: { range: whole } });
+    const third = await one<{ from: string; to: string }>(`SELECT ($1::date + ($2::date - $1::date) / 3)::text AS from, ($2::date - ($2::date - $1::date) / 3)::text AS to`, [whole.from, whole.to]);
+    for (const range of [whole, third]) {
+      const params = [range.from, range.to];
+      // Episodes: each figure and week counted by its own query of the view.
+      const episodes = (await get(`/api/episodes?from=${range.from}&to=${range.to}`)).body as Record<string, unknown>;
+      const weeks = (await direct.query<{ week: string; dunning: string; escalation: string }>(
+        `SELECT w::date::text AS week,
+                (SELECT count(*) FROM ${s}.dunning_episodes e WHERE (e.started_at AT TIME ZONE 'UTC')::date BETWEEN greatest(w::date, $1::date) AND least(w::date + 6, $2::date)) AS dunning,
+                (SELECT count(*) FROM ${s}.payment_escalation_episodes e WHERE (e.started_at AT TIME ZONE 'UTC')::date BETWEEN greatest(w::date, $1::date) AND least(w::date + 6, $2::date)) AS escalation
+           FROM generate_series(date_trunc('week', $1::date), $2::date, interval '1 week') AS w ORDER BY w`,
+        params,
+      )).rows;
+      expect(episodes.weeks).toEqual(weeks.map((w) => w.week));
+      expect(episodes.dunningStarted).toEqual(weeks.map((w) => Number(w.dunning)));
+      expect(episodes.escalationStarted).toEqual(weeks.map((w) => Number(w.escalation)));
+      for (const [key, view] of [['dunning', 'dunning_episodes'], ['escalation', 'payment_escalation_episodes']] as const) {
+        const f = await one<{ open_now: string; started: string; resolved: string; median: number | null }>(
+          `SELECT (SELECT count(*) FROM ${s}.${view} WHERE outcome = 'open') AS open_now, count(*) AS started, count(*) FILTER (WHERE outcome <> 'open') AS resolved,
+                  round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM duration) / 3600) FILTER (WHERE outcome <> 'open'))::numeric, 1)::float8 AS median
+             FROM ${s}.${view} WHERE (started_at AT TIME ZONE 'UTC')::date BETWEEN $1::date AND $2::date`,
+          params,
+        );
+        expect(episodes[key], `${view} ${range.from}..${range.to}`).toEqual({ openNow: Number(f.open_now), started: Number(f.started), resolved: Number(f.resolved), medianResolutionHours: f.median });
+      }
+      // Contracts: per status summed over the plans, and per plan the running ones.
+      const daily = (await get(`/api/contract-daily?from=${range.from}&to=${range.to}`)).body as { days: string[]; byStatus: Record<string, (number | null)[]>; byPlan: { planId: string; values: (number | null)[] }[] };
+      const statuses = (await direct.query<{ day: string; active: string; ended: string }>(`SELECT day::text AS day, sum(active) AS active, sum(ended) AS ended FROM ${s}.contract_daily WHERE day BETWEEN $1 AND $2 GROUP BY day`, params)).rows;
+      expect(statuses.length).toBeGreaterThan(0);
+      for (const r of statuses) {
+        const i = daily.days.indexOf(r.day);
+        expect([daily.byStatus.active?.[i], daily.byStatus.ended?.[i]], r.day).toEqual([Number(r.active), Number(r.ended)]);
+      }
+      const plans = (await direct.query<{ plan: string; total: string }>(
+        `SELECT coalesce(plan_id, '(none)') AS plan, sum(in_trial + active + cancelled_running) AS total FROM ${s}.contract_daily WHERE day BETWEEN $1 AND $2 GROUP BY 1 HAVING sum(in_trial + active + cancelled_running) > 0 ORDER BY 1`,
+        params,
+      )).rows;
+      expect(daily.byPlan.map((p) => [p.planId, p.values.reduce<number>((a, v) => a + (v ?? 0), 0)]).sort()).toEqual(plans.map((p) => [p.plan, Number(p.total)]).sort());
+    }
+  });
+
   it("answers a customer's timeline: its versions in order with their changes, and its contracts", async () => {
     const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.customer_history GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
     const { status, body } = await get(`/api/timeline?id=${id}`);
@@ -104,8 +151,8 @@ describe('dashboard HTTP', () => {
   });
 
   it('reads as billing_loader_analyst in read-only transactions: a write through its pool fails, even with the owner\'s URL', async () => {
-    const { rows } = await dashboard.pool.query<{ who: string; ro: string }>(`SELECT current_user AS who, current_setting('transaction_read_only') AS ro`);
-    expect(rows[0]).toEqual({ who: 'billing_loader_analyst', ro: 'on' });
+    const { rows } = await dashboard.pool.query<{ who: string; ro: string; mem: string }>(`SELECT current_user AS who, current_setting('transaction_read_only') AS ro, current_setting('work_mem') AS mem`);
+    expect(rows[0]).toEqual({ who: 'billing_loader_analyst', ro: 'on', mem: DASHBOARD_WORK_MEM });
     const insert = `INSERT INTO ${s}.webhook_events (event_id, event, received_at, payload) VALUES (gen_random_uuid(), 'ContractChanged', now(), '{}')`;
     await expect(dashboard.pool.query(insert)).rejects.toMatchObject({ code: '25006' }); // read-only transaction
     // A read-write transaction asked for explicitly still meets the role's privileges.
@@ -186,9 +233,10 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
   const text = (id: string) => page.locator(`#${id}`).innerText();
 
   beforeAll(async () => {
+    // The span of contract_daily's and payment_outcomes' days.
     whole = await one<{ from: string; to: string }>(
-      `SELECT least((SELECT min(day) FROM ${s}.contract_daily), (SELECT min(day) FROM ${s}.subscription_movements), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
-              greatest((SELECT max(day) FROM ${s}.subscription_movements), (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
+      `SELECT least((SELECT min(day) FROM ${s}.contract_daily), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
+              greatest((SELECT max(day) FROM ${s}.contract_daily), (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
     );
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
