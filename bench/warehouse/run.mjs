@@ -20,7 +20,8 @@
 // 4. times a SELECT of each metric view, whole and as a dashboard reads it (a 90-day range, the
 //    open episodes, the last hour), each the median of --runs runs; then each request of the
 //    dashboard page as it first loads (the whole range; the data layer the server calls, so the
-//    SQL of one request, possibly several statements, without HTTP), median of --runs runs.
+//    SQL of one request, possibly several statements, without HTTP), median of --runs runs, and
+//    the whole first load as the page sends it (the range, then the six chart requests at once).
 //    --metrics-only skips 2 and 3.
 // DATABASE_URL etc. from the environment (the local stack by default); private schemas and
 // topics, dropped at the end unless --keep.
@@ -496,6 +497,11 @@ try {
     await timeCall('/api/payments', () => dashboard.payments(whole));
   }
   await timeCall('/api/pipeline-health', () => dashboard.pipelineHealth());
+  // The page's first load as the page sends it: the range, then the six charts' requests at once.
+  await timeCall('first load (range, then six requests at once)', async () => {
+    const range = await dashboard.range();
+    if (range) await Promise.all([dashboard.contractDaily(range), dashboard.movements(range), dashboard.trialCohorts(range), dashboard.episodes(range), dashboard.payments(range), dashboard.pipelineHealth()]);
+  });
   if (picks[0].one) await timeCall('/api/timeline (one contract)', () => dashboard.timeline(picks[0].one));
   await dashboardPool.end();
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
