@@ -134,14 +134,17 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
   return {
     async range() {
       // The span of what happened: business days of the story, not the loader's clock (a sandbox
-      // story set in 2025 is loaded in 2026). contract_daily's days (first StartDate to the last
-      // contract date that has happened, or today) and payment_outcomes' days, in one statement
-      // that reads each view once: subscription_movements is left out because it costs more
-      // than both together, and its days lie in contract_daily's but for a reactivation (dated
-      // when the loader read it) or an order completed after the last contract date.
+      // story set in 2025 is loaded in 2026). From the first contract's StartDate to the latest
+      // contract date (start, trial end, cancellation, end) that has happened, widened by the
+      // days of payment_outcomes: the contract dates from contract_current's typed columns (an
+      // index of the current versions), not from a metric view, which costs seconds at millions
+      // of versions.
       const [r] = await q<{ from: string | null; to: string | null }>(
-        `SELECT least(cd.first_day, po.first_day)::text AS from, greatest(cd.last_day, po.last_day)::text AS to
-           FROM (SELECT min(day) AS first_day, max(day) AS last_day FROM ${s}.contract_daily) cd,
+        `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day)::text AS to
+           FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day, (max(l.at) AT TIME ZONE 'UTC')::date AS last_day
+                   FROM ${s}.contract_current c
+                   CROSS JOIN LATERAL (SELECT max(d) AS at FROM unnest(ARRAY[c.start_date, c.trial_end_date, c.cancellation_date, c.end_date]) AS d WHERE d <= now()) l
+                  WHERE c.start_date IS NOT NULL) c,
                 (SELECT min(day) AS first_day, max(day) AS last_day FROM ${s}.payment_outcomes) po`,
       );
       return r?.from && r.to ? { from: r.from, to: r.to } : null;

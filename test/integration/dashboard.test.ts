@@ -48,6 +48,13 @@ const get = async (path: string) => {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
 const one = async <T>(sql: string, params: unknown[] = []): Promise<T> => (await direct.query(sql, params)).rows[0] as T;
+/** The default range: the first StartDate to the latest contract date that has happened, and the days of payment_outcomes. */
+const wholeRange = () =>
+  one<{ from: string; to: string }>(
+    `SELECT least((SELECT min((start_date AT TIME ZONE 'UTC')::date) FROM ${s}.contract_current), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
+            greatest((SELECT (max(d) AT TIME ZONE 'UTC')::date FROM ${s}.contract_current CROSS JOIN unnest(ARRAY[start_date, trial_end_date, cancellation_date, end_date]) AS d WHERE d <= now()),
+                     (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
+  );
 
 describe('dashboard HTTP', () => {
   it('answers /healthz, and /readyz once the warehouse answers to the analyst role', async () => {
@@ -84,12 +91,11 @@ describe('dashboard HTTP', () => {
     }
   });
 
-  it('answers the span of contract_daily and payment_outcomes as the range, and over it and a part of it the episodes and contracts the views hold', async () => {
-    const whole = await one<{ from: string; to: string }>(
-      `SELECT least((SELECT min(day) FROM ${s}.contract_daily), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
-              greatest((SELECT max(day) FROM ${s}.contract_daily), (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
-    );
+  it('answers the span of the contract dates and payment_outcomes as the range, and over it and a part of it the episodes and contracts the views hold', async () => {
+    const whole = await wholeRange();
     expect(await get('/api/range')).toEqual({ status: 200, body: { range: whole } });
+    // It starts where contract_daily starts (payments began later in the scenario).
+    expect(whole.from).toBe((await one<{ d: string }>(`SELECT min(day)::text AS d FROM ${s}.contract_daily`)).d);
     const third = await one<{ from: string; to: string }>(`SELECT ($1::date + ($2::date - $1::date) / 3)::text AS from, ($2::date - ($2::date - $1::date) / 3)::text AS to`, [whole.from, whole.to]);
     for (const range of [whole, third]) {
       const params = [range.from, range.to];
@@ -233,11 +239,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
   const text = (id: string) => page.locator(`#${id}`).innerText();
 
   beforeAll(async () => {
-    // The span of contract_daily's and payment_outcomes' days.
-    whole = await one<{ from: string; to: string }>(
-      `SELECT least((SELECT min(day) FROM ${s}.contract_daily), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
-              greatest((SELECT max(day) FROM ${s}.contract_daily), (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
-    );
+    whole = await wholeRange();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
