@@ -12,7 +12,7 @@ import { ANALYST_ROLE } from '../warehouse/resource-types.js';
  *
  * work_mem 64MB: the metric views sort a row per contract version (transitions) or per episode,
  * and at a million versions those sorts spill to disk at PostgreSQL's default 4MB, which made
- * subscription_movements a third slower (docs/ARCHITECTURE.md, Dashboard).
+ * subscription_movements a third slower (docs/ARCHITECTURE.md, "The dashboard reads as the analyst").
  */
 export const DASHBOARD_WORK_MEM = '64MB';
 
