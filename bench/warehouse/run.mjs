@@ -43,7 +43,7 @@ import { createRegistry } from '../../dist/registry/registry.js';
 import { snapshotLine } from '../../dist/sink/batch-writer.js';
 import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
 import { copyFrom } from '../../dist/warehouse/copy-from.js';
-import { analystConnectionString } from '../../dist/dashboard/analyst-pool.js';
+import { createAnalystPool } from '../../dist/dashboard/analyst-pool.js';
 import { createDashboardData } from '../../dist/dashboard/dashboard-data.js';
 
 const { values: args } = parseArgs({
@@ -473,7 +473,7 @@ try {
   }
   const dashboardResults = [];
   // Through the dashboard's own sessions: the analyst role, read-only, its work_mem.
-  const dashboardPool = createPool({ databaseUrl: analystConnectionString(config.databaseUrl), applicationName: 'bench-warehouse dashboard', log, max: 4 });
+  const dashboardPool = createAnalystPool({ databaseUrl: config.databaseUrl, log });
   const dashboard = createDashboardData(dashboardPool, schema);
   const timeCall = async (name, call) => {
     const times = [];

@@ -1,6 +1,7 @@
 import type { Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
 import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
+import type { MessageLimits } from '../kafka/message-limits.js';
 import { sendOffsets } from '../kafka/send-offsets.js';
 import { partitionBySize, splitSends } from '../kafka/split-sends.js';
 import type { Registry } from '../registry/registry.js';
@@ -15,7 +16,7 @@ export interface PartPublisherDeps {
   internal: EnricherTopics;
   groupId: string;
   /** Each topic's max.message.bytes (readMessageLimits). */
-  limitOf: (topic: string) => number;
+  limitOf: MessageLimits;
   /** Called after a failed transaction, before the error is thrown (the owner starts over). */
   onFailure: () => Promise<void>;
 }
@@ -38,7 +39,7 @@ export interface PlannedPart {
 export function createPartPublisher(deps: PartPublisherDeps) {
   const { limitOf } = deps;
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
-  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher', deps.limitOf);
+  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher', limitOf);
 
   /**
    * Returns the plan as published, its dead letters and where its head records ended up (the

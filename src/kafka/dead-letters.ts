@@ -2,16 +2,13 @@ import type { Message, Producer } from 'kafkajs';
 import type { Registry } from '../registry/registry.js';
 import type { DeadLetter } from '../wire/dead-letter.js';
 import { DEAD_LETTER_SCHEMA_FILE, valueSubject } from '../wire/schemas.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from './message-limits.js';
+import type { MessageLimits } from './message-limits.js';
 import { fitsAlone, splitSends } from './split-sends.js';
 
 export interface TopicMessages {
   topic: string;
   messages: Message[];
 }
-
-/** Each topic's `max.message.bytes` (readMessageLimits); by default Kafka's default for every topic. */
-export type MessageLimits = (topic: string) => number;
 
 /**
  * Encodes dead letters for their DLQ topics (schema registered once per topic). Kept apart from
@@ -21,7 +18,7 @@ export type MessageLimits = (topic: string) => number;
  * says so: the source coordinates still lead to the record. Without that, the broker refuses the
  * send for good and the stage retries its batch for ever.
  */
-export function createDeadLetterEncoder(registry: Registry, stage: string, limitOf: MessageLimits = () => DEFAULT_MAX_MESSAGE_BYTES): (letters: DeadLetter[]) => Promise<TopicMessages[]> {
+export function createDeadLetterEncoder(registry: Registry, stage: string, limitOf: MessageLimits): (letters: DeadLetter[]) => Promise<TopicMessages[]> {
   const schemaIds = new Map<string, Promise<number>>();
   const schemaId = (topic: string): Promise<number> => {
     let id = schemaIds.get(topic);
@@ -75,7 +72,7 @@ export function createDeadLetterEncoder(registry: Registry, stage: string, limit
  * `max.message.bytes` needs (a batch of large bad records would not fit one). Give it a
  * RenewingProducer (src/kafka/renewing-producer.ts) when its caller retries a failed send.
  */
-export function createDeadLetterWriter(producer: Pick<Producer, 'sendBatch'>, registry: Registry, stage: string, limitOf: MessageLimits = () => DEFAULT_MAX_MESSAGE_BYTES) {
+export function createDeadLetterWriter(producer: Pick<Producer, 'sendBatch'>, registry: Registry, stage: string, limitOf: MessageLimits) {
   const encode = createDeadLetterEncoder(registry, stage, limitOf);
   return {
     encode,

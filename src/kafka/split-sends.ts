@@ -1,5 +1,6 @@
 import type { Message } from 'kafkajs';
 import type { TopicMessages } from './dead-letters.js';
+import type { MessageLimits } from './message-limits.js';
 
 /**
  * Bytes a record adds to a record batch beyond its key and value, at most: length, attributes,
@@ -28,7 +29,7 @@ export function fitsAlone(m: Message, limit: number): boolean {
  * Order within a topic is kept. A message that does not fit alone is the caller's to remove
  * first; here it would get a send of its own, which the broker refuses.
  */
-export function splitSends(topicMessages: TopicMessages[], limitOf: (topic: string) => number): TopicMessages[][] {
+export function splitSends(topicMessages: TopicMessages[], limitOf: MessageLimits): TopicMessages[][] {
   const sends: Map<string, Message[]>[] = [];
   for (const { topic, messages } of topicMessages) {
     const limit = limitOf(topic) - BATCH_OVERHEAD;

@@ -21,7 +21,7 @@ import { delayForwarderGroupId, enricherGroupId, fetcherGroupId } from '../../sr
 import { sinkGroupId } from '../../src/sink/sink.js';
 import { enricherTopics, topicNames } from '../../src/wire/topics.js';
 import { testConfig } from '../helpers/environment.js';
-import { drainPipeline, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
+import { drainPipeline, groupPositions, unexpectedDeadLetters } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { compareWarehouseToTruth, compareWebhooksToDeliveries, type TruthReport, type WebhookCoverage } from '../helpers/warehouse-truth.js';
 import { freePort } from '../helpers/free-port.js';
@@ -327,21 +327,12 @@ async function whereStagesStand(kafka: Kafka, config: Config): Promise<string> {
     ['sink', sinkGroupId(config), names.snapshots],
     ['sink', sinkGroupId(config), names.webhooks],
   ];
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const lines: string[] = [];
-    for (const [stage, groupId, topic] of stages) {
-      const ends = await admin.fetchTopicOffsets(topic);
-      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, p.offset]));
-      const parts = ends.sort((a, b) => a.partition - b.partition).map((e) => `${e.partition}:${at.get(e.partition) ?? '?'}/${e.high}${at.get(e.partition) !== e.high ? ' BEHIND' : ''}`);
-      lines.push(`stage ${stage} (${topic}): ${parts.join(' ')}`);
-    }
-    return lines.join('\n');
-  } finally {
-    await admin.disconnect();
+  const lines: string[] = [];
+  for (const [stage, groupId, topic] of stages) {
+    const parts = (await groupPositions(kafka, groupId, topic)).map((p) => `${p.partition}:${p.committed ?? '?'}/${p.end}${p.committed !== p.end ? ' BEHIND' : ''}`);
+    lines.push(`stage ${stage} (${topic}): ${parts.join(' ')}`);
   }
+  return lines.join('\n');
 }
 
 /**

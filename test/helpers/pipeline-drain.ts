@@ -41,18 +41,24 @@ async function topicEndOffsets(kafka: Kafka, topic: string): Promise<number> {
   }
 }
 
-/** How far a group's committed offsets are behind the end of a topic, summed over partitions (-1 offsets count as 0). */
-export async function groupLag(kafka: Kafka, groupId: string, topic: string): Promise<number> {
+/** Per partition of a topic, in partition order: a group's committed offset ('-1' or undefined when none) and the end (the last stable offset). */
+export async function groupPositions(kafka: Kafka, groupId: string, topic: string): Promise<{ partition: number; committed: string | undefined; end: string }[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const ends = await admin.fetchTopicOffsets(topic);
     const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
-    return ends.reduce((sum, p) => sum + Math.max(0, Number(p.high) - (at.get(p.partition) ?? 0)), 0);
+    const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, p.offset]));
+    return ends.sort((a, b) => a.partition - b.partition).map((e) => ({ partition: e.partition, committed: at.get(e.partition), end: e.high }));
   } finally {
     await admin.disconnect();
   }
+}
+
+/** How far a group's committed offsets are behind the end of a topic, summed over partitions (-1 offsets count as 0). */
+export async function groupLag(kafka: Kafka, groupId: string, topic: string): Promise<number> {
+  const positions = await groupPositions(kafka, groupId, topic);
+  return positions.reduce((sum, p) => sum + Math.max(0, Number(p.end) - Math.max(0, Number(p.committed ?? 0))), 0);
 }
 
 /**
