@@ -67,7 +67,8 @@ const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().sl
 
 const suffix = randomBytes(3).toString('hex');
 const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: `benchwh_${suffix}`, DATABASE_SCHEMA: `benchwh_${suffix}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
-// --reuse <schema>: the generated warehouse a run with --keep left (no new generation; migrated again).
+// --reuse <schema>: the generated warehouse a run with --keep left (no new generation; migrated again;
+// kept afterwards).
 const schema = args.reuse ?? config.databaseSchema;
 const oldSchema = `${config.databaseSchema}_old`;
 const sinkSchema = `${config.databaseSchema}_sink`;
@@ -508,6 +509,8 @@ try {
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
   console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, dashboard: dashboardResults, sink }, null, 2));
 } finally {
-  if (!args.keep) for (const s of [schema, oldSchema, sinkSchema, copySchema, noFactsSchema]) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
+  // A reused warehouse is the caller's: it stays, as it was left by the run that kept it.
+  const made = args.reuse ? [oldSchema, sinkSchema, copySchema, noFactsSchema] : [schema, oldSchema, sinkSchema, copySchema, noFactsSchema];
+  if (!args.keep) for (const s of made) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
   await pool.end();
 }
