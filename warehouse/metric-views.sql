@@ -20,16 +20,19 @@ RETURN (SELECT jsonb_object_agg(lower(e.key), e.value)
          WHERE lower(e.key) = ANY (keys));
 
 -- The phases of a contract body (Phases: [{Type, StartDate, PlanId}, ...]), keys in any letter case.
+-- The fields are looked up in a level of their own (OFFSET 0), so each wh_as_* gets a plain column
+-- and is inlined; given the lookup expression itself, it would run as a function call per value.
 DROP FUNCTION IF EXISTS metric_contract_phases(jsonb);
 CREATE FUNCTION metric_contract_phases(phases jsonb)
 RETURNS TABLE (n bigint, phase_type text, starts_at timestamptz, plan_id text)
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
-  SELECT e.n,
-         wh_as_text(wh_field(e.value, 'Type', 'type', 'type')),
-         wh_as_timestamptz(wh_field(e.value, 'StartDate', 'startDate', 'startdate')),
-         wh_as_text(wh_field(e.value, 'PlanId', 'planId', 'planid'))
-    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n);
+  SELECT e.n, wh_as_text(k.phase_type), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id)
+    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n)
+    CROSS JOIN LATERAL (SELECT wh_field(e.value, 'Type', 'type', 'type') AS phase_type,
+                               wh_field(e.value, 'StartDate', 'startDate', 'startdate') AS starts_at,
+                               wh_field(e.value, 'PlanId', 'planId', 'planid') AS plan_id
+                        OFFSET 0) k;
 END;
 
 -- One row per contract with a start date (a contract without one has no lifecycle to count), from
