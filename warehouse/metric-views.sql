@@ -75,42 +75,24 @@ SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.t
 -- "Previous" is the contract's stored version just before (a deleted one included: it has no
 -- fields, so nothing is compared across a deletion).
 CREATE VIEW metric_contract_transitions AS
--- Every movement has a version that shows a CancellationDate or an Ended status at one end:
--- the version itself (a cancellation) or the one before it (a reactivation). Only the versions
--- so marked are read, each paired with its neighbours, instead of sorting every version of every
--- contract to compare it with the one before; the partial index version_facts_contract_marks
--- (migration 0007) lists exactly these versions, so this grows with the contracts that were ever
--- cancelled or ended, not with the history. The test is on the raw value (any string): the
--- parsing below decides.
-WITH marked AS (
-  SELECT f.resource_id AS contract_id, f.version
-    FROM version_facts f
-   WHERE f.resource_type = 'Contract'
-     AND (jsonb_typeof(f.fields -> 'cancellationdate') = 'string' OR lower(f.fields ->> 'lifecyclestatus') = 'ended')
-), pairs AS (
-  -- (previous, marked) and (marked, next); UNION: a pair of two marked versions comes twice.
-  SELECT m.contract_id, p.version AS previous_version, m.version
-    FROM marked m
-    CROSS JOIN LATERAL (SELECT max(f.version) AS version FROM version_facts f
-                         WHERE f.resource_type = 'Contract' AND f.resource_id = m.contract_id AND f.version < m.version) p
-  UNION
-  SELECT m.contract_id, m.version, n.version
-    FROM marked m
-    CROSS JOIN LATERAL (SELECT min(f.version) AS version FROM version_facts f
-                         WHERE f.resource_type = 'Contract' AND f.resource_id = m.contract_id AND f.version > m.version) n
-   WHERE n.version IS NOT NULL
-), x AS (
-  -- OFFSET 0: each field parsed once per pair, not at every use in the conditions below.
-  SELECT pr.contract_id, c.valid_from, c.deleted,
-         wh_as_timestamptz(c.fields -> 'cancellationdate') AS cancellation_date, wh_as_text(c.fields -> 'lifecyclestatus') AS status,
-         wh_as_timestamptz(p.fields -> 'cancellationdate') AS previous_cancellation_date, wh_as_text(p.fields -> 'lifecyclestatus') AS previous_status
-    FROM pairs pr
-    JOIN version_facts c ON c.resource_type = 'Contract' AND c.resource_id = pr.contract_id AND c.version = pr.version
-    LEFT JOIN version_facts p ON p.resource_type = 'Contract' AND p.resource_id = pr.contract_id AND p.version = pr.previous_version
-  OFFSET 0
-)
 SELECT x.contract_id, m.movement, m.at
-  FROM x
+  FROM (SELECT y.*, lag(y.cancellation_date) OVER w AS previous_cancellation_date, lag(y.status) OVER w AS previous_status
+          -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow
+          -- rows; flattened, it sorted every version with all its fields.
+          FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
+                       wh_as_timestamptz(h.fields -> 'cancellationdate') AS cancellation_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
+                  -- Only the contracts that ever had a version showing a CancellationDate or an
+                  -- Ended status: every movement has one at one end (the version itself for a
+                  -- cancellation, the one before for a reactivation). The partial index
+                  -- version_facts_contract_marks (migration 0007) lists exactly those versions, so
+                  -- this reads the histories of the contracts ever cancelled or ended, not every
+                  -- contract's. The test is on the raw value (any string): the parsing above decides.
+                  FROM (SELECT DISTINCT f.resource_id FROM version_facts f
+                         WHERE f.resource_type = 'Contract'
+                           AND (jsonb_typeof(f.fields -> 'cancellationdate') = 'string' OR lower(f.fields ->> 'lifecyclestatus') = 'ended')) c
+                  JOIN version_facts h ON h.resource_type = 'Contract' AND h.resource_id = c.resource_id
+                OFFSET 0) y
+        WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
     SELECT 'cancellation' AS movement, x.cancellation_date AS at
      WHERE x.cancellation_date IS NOT NULL AND x.previous_cancellation_date IS NULL
@@ -118,7 +100,12 @@ SELECT x.contract_id, m.movement, m.at
     SELECT 'reactivation', x.valid_from
      WHERE NOT x.deleted
        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
-            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m;
+            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m
+ -- Either movement's condition, so that only the versions with a movement run the lateral.
+ WHERE (x.cancellation_date IS NOT NULL AND x.previous_cancellation_date IS NULL)
+    OR (NOT x.deleted
+        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
+             OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial'))));
 
 -- How a payment escalation process ended, with the process's own fields. Over when the process
 -- shows a ResetAt or Status Reset; ended_at is the ResetAt (when the service reset it), or else
