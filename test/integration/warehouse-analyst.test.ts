@@ -139,6 +139,16 @@ describe('wh_field', () => {
   });
 });
 
+describe('wh_as_timestamptz', () => {
+  it('converts a string that is a timestamp, and gives NULL for anything else, never an error', async () => {
+    const values = ['"2025-01-01T10:00:00Z"', '"2025-01-01T10:00:00+02:00"', '"2025-01-01"', '"2025-02-30T00:00:00Z"', '"x"', '20250101', 'true', 'null', '{}', '[1]'];
+    const { rows } = await pool.query(`SELECT ${s}.wh_as_timestamptz(v) AS t FROM unnest($1::jsonb[]) WITH ORDINALITY AS u(v, n) ORDER BY n`, [values]);
+    expect(rows.map((r) => (r.t === null ? null : (r.t as Date).toISOString()))).toEqual([
+      '2025-01-01T10:00:00.000Z', '2025-01-01T08:00:00.000Z', '2025-01-01T00:00:00.000Z', null, null, null, null, null, null, null,
+    ]);
+  });
+});
+
 describe('<t>_changes', () => {
   it('lists exactly the changed top-level fields, names compared in any letter case', async () => {
     await insert('Customer', 'ch', 1, '2025-03-01T00:00:00Z', { Id: 'ch', CompanyName: 'Acme', IsLocked: false, Address: { City: 'Berlin' } });
