@@ -10,9 +10,9 @@ import { ANALYST_ROLE } from '../warehouse/resource-types.js';
  * pooled connection holds the login's own rights (an owner's URL, as in the demo). Options the
  * URL already carries are kept, ours last so they win; but for work_mem, which the URL may set.
  *
- * work_mem 64MB: the metric views sort a row per contract version (transitions) or per episode,
- * and at a million versions those sorts spill to disk at PostgreSQL's default 4MB, which made
- * subscription_movements a third slower (docs/ARCHITECTURE.md, "The dashboard reads as the analyst").
+ * work_mem 64MB: the metric views sort a row per episode or per dunning version, and at a
+ * million versions the dunning levels' sort spills to disk at PostgreSQL's default 4MB; 64MB keeps
+ * every metric view's sorts in memory there (docs/ARCHITECTURE.md, "The dashboard reads as the analyst").
  */
 export const DASHBOARD_WORK_MEM = '64MB';
 
