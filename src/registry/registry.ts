@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
-import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Agent as UndiciAgent, fetch as undiciFetch, type RequestInit } from 'undici';
 import type { Config } from '../config.js';
 import { LoaderError } from '../errors.js';
@@ -43,18 +43,30 @@ export function createRegistry(target: string | RegistrySettings): Registry {
   const api = (path: string, init?: RequestInit) =>
     undiciFetch(`${baseUrl}${path}`, { ...init, ...(dispatcher ? { dispatcher } : {}), headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json', ...authorization, ...(init?.headers as Record<string, string> | undefined) } });
 
+  // One POST, as Confluent's own clients do: it returns the id of the schema, registered now or
+  // before, and writes nothing else. The schema client's `register` first reads the subject's
+  // compatibility and, on a subject's first schema, writes it: several instances starting at once
+  // then race on that write (Apicurio answers the losers 409), and a subject an operator had set
+  // to anything but BACKWARD would be refused. The registry's own rule (global or the subject's)
+  // applies either way.
   const register = async (subject: string, schema: string): Promise<number> => {
-    try {
-      const { id } = await client.register({ type: SchemaType.AVRO, schema }, { subject });
-      return id;
-    } catch (err) {
-      const status = (err as { status?: number }).status;
-      throw new LoaderError(`schema registration under '${subject}' failed: ${(err as Error).message}`, {
-        cause: err,
-        retriable: status === undefined || status >= 500,
-        ...(status === undefined ? {} : { context: { status } }),
+    const failed = (message: string, extra: { cause?: unknown; status?: number }) =>
+      new LoaderError(`schema registration under '${subject}' failed: ${message}`, {
+        ...(extra.cause === undefined ? {} : { cause: extra.cause }),
+        retriable: extra.status === undefined || extra.status >= 500,
+        ...(extra.status === undefined ? {} : { context: { status: extra.status } }),
       });
+    let res;
+    try {
+      res = await api(`/subjects/${encodeURIComponent(subject)}/versions`, { method: 'POST', body: JSON.stringify({ schema }) });
+    } catch (err) {
+      throw failed((err as Error).message, { cause: err });
     }
+    const text = await res.text();
+    if (!res.ok) throw failed(`HTTP ${res.status} ${text}`, { status: res.status });
+    const id = (JSON.parse(text) as { id?: unknown }).id;
+    if (typeof id !== 'number') throw failed(`the registry answered without an id: ${text}`, { status: res.status });
+    return id;
   };
 
   return {
