@@ -65,10 +65,16 @@ function historySql(type: ResourceType, typed: readonly TypedColumn[]): string {
  WHERE f.resource_type = ${lit(type)}`;
 }
 
+/**
+ * The latest version of each resource from current_facts (one compact row per resource, kept by
+ * the append trigger), not version_facts' rows without valid_to: those lie one per page among
+ * the older versions, so reading every current resource read a page per resource.
+ */
 function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
   return `SELECT ${versionColumns(type, typed)}
-  FROM ${VERSION_ROW}
- WHERE f.resource_type = ${lit(type)} AND f.valid_to IS NULL AND NOT f.deleted`;
+  FROM (SELECT c.resource_type, c.resource_id, c.version, c.valid_from, NULL::timestamptz AS valid_to, c.deleted, c.fields FROM current_facts c) f
+  LEFT JOIN resource_versions r ON r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version
+ WHERE f.resource_type = ${lit(type)} AND NOT f.deleted`;
 }
 
 /**

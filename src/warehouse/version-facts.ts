@@ -38,7 +38,7 @@ const CHUNK_ROWS = 50_000;
 /**
  * Inside the caller's transaction (migrate's analyst step): writes the key lists of `typed` and
  * the metric views to version_facts_keys (which the append trigger reads) and re-extracts the
- * stored fields of every type whose list changed (all of them after migration 0005 on a
+ * stored fields (version_facts', then current_facts' from them) of every type whose list changed (all of them after migration 0005 on a
  * non-empty warehouse), whole resources at a time with a progress line each. Appends wait
  * meanwhile (SHARE lock), so no version is appended with the old list after its re-extraction.
  * Returns the types re-extracted.
@@ -78,6 +78,14 @@ export async function refreshVersionFacts(client: pg.PoolClient, schema: string,
       after = upTo;
       log.info('version facts re-extracted', { schema, resourceType: type, versions: done, of: total });
     }
+    await client.query(
+      `UPDATE ${s}.current_facts c SET fields = f.fields
+         FROM ${s}.version_facts f
+        WHERE c.resource_type = $1
+          AND f.resource_type = c.resource_type AND f.resource_id = c.resource_id AND f.version = c.version
+          AND c.fields IS DISTINCT FROM f.fields`,
+      [type],
+    );
   }
   return changed;
 }

@@ -170,7 +170,7 @@ export async function createSinkHarness(config: Config): Promise<SinkHarness> {
         .map((r) => r.v)
         .filter((v) => v !== 'pipeline_health');
       const problems: string[] = [];
-      for (const relation of [...views, 'resource_heads', 'version_facts']) {
+      for (const relation of [...views, 'resource_heads', 'version_facts', 'current_facts']) {
         const n = await differ(relation, (schema) => `${schema}.${quoteIdent(relation)}`);
         if (n > 0) problems.push(`${relation}: ${n}`);
       }

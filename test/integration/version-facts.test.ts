@@ -65,6 +65,21 @@ async function facts(schema: string, type: string): Promise<{ resource_id: strin
   return rows;
 }
 
+/** The rows of current_facts, and what they must equal: the latest row of version_facts per resource. */
+async function currentFacts(schema: string): Promise<Record<string, unknown>[]> {
+  const { rows } = await pool.query(
+    `SELECT resource_type, resource_id, version, valid_from, deleted, fields FROM ${quoteIdent(schema)}.current_facts ORDER BY 1, 2`,
+  );
+  return rows;
+}
+async function latestFacts(schema: string): Promise<Record<string, unknown>[]> {
+  const { rows } = await pool.query(
+    `SELECT DISTINCT ON (resource_type, resource_id) resource_type, resource_id, version, valid_from, deleted, fields
+       FROM ${quoteIdent(schema)}.version_facts ORDER BY resource_type, resource_id, version DESC`,
+  );
+  return rows;
+}
+
 const pascal = { Id: 'c-1', PlanId: 'p-1', StartDate: '2025-01-01T00:00:00Z', LifecycleStatus: 'Active', Phases: [{ Type: 'Trial' }], Balance: -5, Name: 'not a fact' };
 const camel = { id: 'c-2', planId: 'p-1', startDate: '2025-01-01T00:00:00Z', lifecycleStatus: 'Active', phases: [{ Type: 'Trial' }], balance: -5, name: 'not a fact' };
 const shouting = { ID: 'c-3', PLANID: 'p-1', STARTDATE: '2025-01-01T00:00:00Z', LIFECYCLESTATUS: 'Active', PHASES: [{ Type: 'Trial' }], BALANCE: -5, NAME: 'not a fact' };
@@ -127,6 +142,31 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     expect(asOf.rows).toEqual([{ resource_id: 'a', version: 3 }, { resource_id: 'c', version: 2 }]);
   });
 
+  it('current_facts holds each resource\'s latest version: within a batch, across batches, after a deletion, and not replaced by a late version below it', async () => {
+    const schema = await freshWarehouse('current');
+    const v = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): Version => ({
+      type: 'Contract', id, version, at: `2025-01-${String(day).padStart(2, '0')}T00:00:00Z`, body,
+    });
+    await append(schema, [v('a', 1, 1), v('a', 2, 2), v('b', 1, 1), v('c', 1, 1), v('c', 2, 3)]);
+    await append(schema, [v('a', 3, 5), v('b', 2, 6, null)]);
+    await append(schema, [v('c', 4, 9)]);
+    // c's version 3 arrives after its version 4: the head stays 4.
+    await append(schema, [v('c', 3, 8)]);
+    await append(schema, [{ type: 'Customer', id: 'k-1', version: 1, at: '2025-01-01T00:00:00Z', body: { Id: 'k-1' } }]);
+    expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
+    expect((await currentFacts(schema)).map((r) => [r.resource_type, r.resource_id, r.version, r.deleted])).toEqual([
+      ['Contract', 'a', 3, false],
+      ['Contract', 'b', 2, true],
+      ['Contract', 'c', 4, false],
+      ['Customer', 'k-1', 1, false],
+    ]);
+    const view = await pool.query(`SELECT resource_id, version, plan_id, valid_to, is_current FROM ${quoteIdent(schema)}.contract_current ORDER BY 1`);
+    expect(view.rows).toEqual([
+      { resource_id: 'a', version: 3, plan_id: 'p-3', valid_to: null, is_current: true },
+      { resource_id: 'c', version: 4, plan_id: 'p-4', valid_to: null, is_current: true },
+    ]);
+  });
+
   it('migrating a warehouse that already holds versions fills their facts', async () => {
     // The warehouse as the release before version_facts left it: the SQL files up to 0004 applied
     // and recorded as migrate does (its analyst step of today needs version_facts).
@@ -158,6 +198,8 @@ describe('version facts: each version\'s validity and the fields the analyst lay
       { resource_id: 'c-1', version: 2, valid_from: '2025-01-02T00:00:00Z', valid_to: null, deleted: false, fields: contractFields },
       { resource_id: 'c-2', version: 1, valid_from: '2025-01-01T00:00:00Z', valid_to: null, deleted: false, fields: contractFields },
     ]);
+    expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
+    expect((await currentFacts(schema)).length).toBe(2);
   });
 
   it('a typed column added to the mapping is re-extracted from the stored bodies when migrate runs again', async () => {
@@ -175,6 +217,9 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     await freshWarehouse('mapping', { typedColumnsFile: file });
     const view = await pool.query(`SELECT resource_id, nickname FROM ${quoteIdent(schema)}.customer_history ORDER BY 1`);
     expect(view.rows).toEqual([{ resource_id: 'k-1', nickname: 'Kim' }, { resource_id: 'k-2', nickname: 'Lee' }]);
+    const current = await pool.query(`SELECT resource_id, nickname FROM ${quoteIdent(schema)}.customer_current ORDER BY 1`);
+    expect(current.rows).toEqual([{ resource_id: 'k-1', nickname: 'Kim' }, { resource_id: 'k-2', nickname: 'Lee' }]);
+    expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
     const keys = await pool.query(`SELECT keys FROM ${quoteIdent(schema)}.version_facts_keys WHERE resource_type = 'Customer'`);
     expect(keys.rows[0].keys).toContain('nickname');
   });

@@ -98,13 +98,13 @@ describe('warehouse roles', () => {
     const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)]), ...metricViews].sort();
     expect(views.rows.map((r) => r.name)).toEqual(expected);
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
-    expect(tables.rows.map((r) => r.name)).toEqual(['resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
+    expect(tables.rows.map((r) => r.name)).toEqual(['current_facts', 'resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
       for (const type of RESOURCE_TYPES) await q(`SELECT * FROM ${s}.${quoteIdent(asOfFunction(type))}(now())`);
       expect(await q(`SELECT resource_id, customer_id FROM ${s}.contract_as_of(now())`)).toEqual([{ resource_id: 'c-1', customer_id: 'cu' }]);
       const denied = { code: '42501' };
-      for (const table of ['resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
+      for (const table of ['current_facts', 'resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
       }
       await expect(q(`INSERT INTO ${s}.resource_heads VALUES ('Contract', 'x', 1, now(), false)`)).rejects.toMatchObject(denied);

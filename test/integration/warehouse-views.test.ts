@@ -96,14 +96,15 @@ describe('warehouse views (docs/CONTRACT.md section 5)', () => {
         client.release();
       }
     };
-    await pool.query(`ANALYZE ${s}.resource_versions, ${s}.version_facts, ${s}.webhook_events`);
+    await pool.query(`ANALYZE ${s}.resource_versions, ${s}.version_facts, ${s}.current_facts, ${s}.webhook_events`);
     const history = await plan(`SELECT * FROM ${s}.customer_history WHERE resource_id = 'a'`);
     expect(history).toMatch(/Index Scan using version_facts_pkey on version_facts f .*\n\s+Index Cond: \(\(resource_type = 'Customer'::text\) AND \(resource_id = 'a'::text\)\)/);
     expect(history).toMatch(/Index Scan using resource_versions_pkey on resource_versions r/);
     // valid_to and is_current are stored: no window over the type, no probe for the next version.
     expect(history).not.toMatch(/WindowAgg|Seq Scan|SubPlan [0-9]+\n.*Limit/);
     const current = await plan(`SELECT * FROM ${s}.customer_current WHERE resource_id = 'a'`);
-    expect(current).toMatch(/Index Scan using version_facts_(current|pkey) on version_facts f/);
+    expect(current).toMatch(/Index Scan using current_facts_pkey on current_facts c .*\n\s+Index Cond: \(\(resource_type = 'Customer'::text\) AND \(resource_id = 'a'::text\)\)/);
+    expect(current).not.toMatch(/version_facts/);
     expect(current).toMatch(/Index Scan using resource_versions_pkey on resource_versions r/);
     // A query that reads no column of resource_versions (body, lineage) does not read it at all.
     const typedOnly = await plan(`SELECT resource_id, valid_to, is_current FROM ${s}.customer_history WHERE resource_id = 'a'`);
