@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { RESOURCE_TYPES, RESOURCE_TYPE_INFO, type ResourceType } from '../billing-api/resource-types.js';
 import { quoteIdent } from '../db/pool.js';
 import type { TypedColumn, TypedColumns } from './typed-columns.js';
-import { factKey } from './version-facts.js';
+import { factKey, factKeys } from './version-facts.js';
 
 /** Names of the analyst layer's per-type objects (docs/CONTRACT.md section 5). */
 export function changesView(type: ResourceType): string {
@@ -81,25 +81,58 @@ function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
  * One row per top-level field that differs from the previous stored version, names compared in
  * lower case (a change of letter case alone is no change). Version 1 has no previous version and
  * gives no row; a deletion lists every field as removed, a re-creation every field as added.
+ *
+ * Two parts, one per place a field is kept. The fields version_facts holds (`keys`, lower case)
+ * are compared there, key by key against the previous version's facts row, reading no body. Every
+ * other field is compared on the two stored bodies (a diff of their top-level pairs). A question
+ * on one field reads only its part: a condition `field = 'x'` contradicts one part's own
+ * condition, `field = ANY (keys)` or `field <> ALL (keys)`, and PostgreSQL proves that at plan
+ * time and drops the part, its rows unread. It proves it only for a member of a UNION ALL
+ * (constraint_exclusion's default, `partition`, checks appendrel members), hence the empty second
+ * member beside the key list and beside the body diff.
  */
-function changesSql(type: ResourceType): string {
+function changesSql(type: ResourceType, keys: readonly string[]): string {
   const fields = (body: string) => `SELECT lower(e.key) AS k, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(${body}) = 'object' THEN ${body} END) e`;
-  return `SELECT r.resource_id,
-       r.version,
-       r.fetched_at AS valid_from,
+  const keyList = keys.length === 0 ? `'{}'::text[]` : `ARRAY[${keys.map(lit).join(', ')}]::text[]`;
+  return `SELECT f.resource_id,
+       f.version,
+       f.valid_from,
        d.field,
        d.old_value,
        d.new_value,
        r.source_event_ids[1] AS source_event_id,
        r.source_events[1] AS source_event
+  FROM version_facts f
+  JOIN LATERAL (SELECT p.fields FROM version_facts p
+                 WHERE p.resource_type = f.resource_type AND p.resource_id = f.resource_id AND p.version < f.version
+                 ORDER BY p.version DESC LIMIT 1) prev ON true
+  CROSS JOIN LATERAL (SELECT k.field, prev.fields -> k.field AS old_value, f.fields -> k.field AS new_value
+                        FROM (SELECT unnest(${keyList}) AS field
+                              UNION ALL
+                              SELECT NULL WHERE false) k
+                       WHERE k.field = ANY (${keyList})) d
+  LEFT JOIN resource_versions r ON r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version
+ WHERE f.resource_type = ${lit(type)} AND d.old_value IS DISTINCT FROM d.new_value
+UNION ALL
+SELECT r.resource_id,
+       r.version,
+       r.fetched_at,
+       d.field,
+       d.old_value,
+       d.new_value,
+       r.source_event_ids[1],
+       r.source_events[1]
   FROM resource_versions r
   JOIN LATERAL (SELECT p.body FROM resource_versions p
                  WHERE p.resource_type = r.resource_type AND p.resource_id = r.resource_id AND p.version < r.version
                  ORDER BY p.version DESC LIMIT 1) prev ON true
-  CROSS JOIN LATERAL (SELECT COALESCE(nf.k, pf.k) AS field, pf.value AS old_value, nf.value AS new_value
-                        FROM (${fields('r.body')}) nf
-                        FULL JOIN (${fields('prev.body')}) pf ON pf.k = nf.k
-                       WHERE nf.value IS DISTINCT FROM pf.value) d
+  CROSS JOIN LATERAL (SELECT u.field, u.old_value, u.new_value
+                        FROM (SELECT COALESCE(nf.k, pf.k) AS field, pf.value AS old_value, nf.value AS new_value
+                                FROM (${fields('r.body')}) nf
+                                FULL JOIN (${fields('prev.body')}) pf ON pf.k = nf.k
+                              UNION ALL
+                              SELECT NULL, NULL, NULL WHERE false) u
+                       WHERE u.field <> ALL (${keyList}) AND u.old_value IS DISTINCT FROM u.new_value) d
  WHERE r.resource_type = ${lit(type)}`;
 }
 
@@ -174,9 +207,10 @@ export interface AnalystObjects {
 export async function createAnalystObjects(client: pg.PoolClient, schema: string, typed: TypedColumns): Promise<AnalystObjects> {
   const s = quoteIdent(schema);
   const views: [string, string][] = [[LATEST_VIEW, latestSql()]];
+  const kept = factKeys(typed);
   for (const type of RESOURCE_TYPES) {
     const table = RESOURCE_TYPE_INFO[type].table;
-    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type)]);
+    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type])]);
   }
   views.push([TYPED_COLUMN_ERRORS_VIEW, errorsSql(typed)]);
 

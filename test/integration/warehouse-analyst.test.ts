@@ -179,6 +179,52 @@ describe('<t>_changes', () => {
     );
     expect(rows).toEqual([{ resource_id: 'pc-1', old_plan: 'basic', new_plan: 'pro' }]);
   });
+  it('equals a diff of the stored bodies, and a question on one field reads only where that field is kept', async () => {
+    // Facts fields (PlanId, LifecycleStatus) and others (Notes, Seats, Tags), across a change of
+    // letter case, a deletion and a re-creation.
+    await insert('Contract', 'cd-1', 1, '2025-07-01T00:00:00Z', { PlanId: 'basic', LifecycleStatus: 'Active', Notes: 'a', Seats: 1 });
+    await insert('Contract', 'cd-1', 2, '2025-07-02T00:00:00Z', { planId: 'pro', lifecycleStatus: 'Active', notes: 'b', seats: 1, tags: ['x'] });
+    await insert('Contract', 'cd-1', 3, '2025-07-03T00:00:00Z', { PLANID: 'pro', LIFECYCLESTATUS: 'Ended', NOTES: 'b', TAGS: ['x', 'y'] });
+    await insert('Contract', 'cd-1', 4, '2025-07-04T00:00:00Z', null);
+    await insert('Contract', 'cd-1', 5, '2025-07-05T00:00:00Z', { PlanId: 'basic', Notes: 'c' });
+    await insert('Contract', 'cd-2', 1, '2025-07-01T00:00:00Z', '"not an object"' as unknown as object);
+    await insert('Contract', 'cd-2', 2, '2025-07-02T00:00:00Z', { PlanId: 'basic' });
+    // The definition: every top-level field whose value differs from the previous stored version's.
+    const fields = (b: string) => `SELECT lower(e.key) AS k, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(${b}) = 'object' THEN ${b} END) e`;
+    const reference = await pool.query(
+      `SELECT r.resource_id, r.version, d.field, d.old_value, d.new_value
+         FROM ${s}.resource_versions r
+         JOIN LATERAL (SELECT p.body FROM ${s}.resource_versions p WHERE p.resource_type = r.resource_type AND p.resource_id = r.resource_id
+                        AND p.version < r.version ORDER BY p.version DESC LIMIT 1) prev ON true
+         CROSS JOIN LATERAL (SELECT COALESCE(nf.k, pf.k) AS field, pf.value AS old_value, nf.value AS new_value
+                               FROM (${fields('r.body')}) nf FULL JOIN (${fields('prev.body')}) pf ON pf.k = nf.k
+                              WHERE nf.value IS DISTINCT FROM pf.value) d
+        WHERE r.resource_type = 'Contract' AND r.resource_id LIKE 'cd-%'
+        ORDER BY 1, 2, 3`,
+    );
+    const view = await pool.query(
+      `SELECT resource_id, version, field, old_value, new_value FROM ${s}.contract_changes WHERE resource_id LIKE 'cd-%' ORDER BY 1, 2, 3`,
+    );
+    expect(view.rows).toEqual(reference.rows);
+    expect(view.rows.filter((r) => r.resource_id === 'cd-1').map((r) => `${r.version}:${r.field}`)).toEqual([
+      '2:notes', '2:planid', '2:tags',
+      '3:lifecyclestatus', '3:seats', '3:tags',
+      '4:lifecyclestatus', '4:notes', '4:planid', '4:tags',
+      '5:notes', '5:planid',
+    ]);
+    const plan = async (field: string) =>
+      (await pool.query(`EXPLAIN SELECT * FROM ${s}.contract_changes WHERE field = $1 AND valid_from >= '2025-07-01' AND valid_from < '2025-08-01'`, [field])).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+    // A field version_facts keeps: compared there, no body is read.
+    const kept = await plan('planid');
+    expect(kept).toMatch(/version_facts/);
+    expect(kept).not.toMatch(/jsonb_each|resource_versions p/);
+    // Any other field: the bodies are compared, the facts are not.
+    const other = await plan('notes');
+    expect(other).toMatch(/jsonb_each/);
+    expect(other).not.toMatch(/version_facts/);
+  });
 });
 
 describe('<t>_as_of, heads and time columns', () => {
