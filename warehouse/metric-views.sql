@@ -11,7 +11,8 @@
 -- The top-level fields of a body named in `keys` (lower case) as one small object keyed in lower
 -- case, matched in any letter case as the typed columns are (spec 9.3). The metric views read the
 -- same fields from version_facts (migration 0005), stored once per version when it is appended,
--- because reading them here decompresses every body on every query; this stays for analysts.
+-- because reading them here decompresses every body on every query; this stays for analysts. The
+-- current state is read from current_facts (migration 0010), which holds the latest versions only.
 DROP FUNCTION IF EXISTS metric_fields(jsonb, text[]);
 CREATE FUNCTION metric_fields(body jsonb, keys text[]) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -41,7 +42,7 @@ END;
 -- body without Phases, the trial's end if the contract outlived it.
 CREATE VIEW metric_contract_lifecycle AS
 SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.trial_end_date, d.cancellation_date, d.end_date, d.phases, cv.converted_at
-  FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' AND valid_to IS NULL AND NOT deleted) c
+  FROM (SELECT * FROM current_facts WHERE resource_type = 'Contract' AND NOT deleted) c
   CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
   -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
   -- date validates and casts it again (wh_as_timestamptz), and that was most of what the contract
@@ -126,7 +127,7 @@ SELECT p.resource_id AS process_id,
                    ORDER BY c.version DESC LIMIT 1) >= 0 THEN 'paid'
             ELSE 'reset'
        END AS outcome
-  FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentEscalationProcess' AND valid_to IS NULL AND NOT deleted) p
+  FROM (SELECT * FROM current_facts WHERE resource_type = 'PaymentEscalationProcess' AND NOT deleted) p
   CROSS JOIN LATERAL (SELECT p.fields) AS x(f)
   LEFT JOIN LATERAL (SELECT min(h.valid_from) AS at
                        FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentEscalationProcess') h
@@ -226,7 +227,7 @@ WITH lifecycle AS MATERIALIZED (
   SELECT lower(o.order_type), o.contract_id, COALESCE(o.completed_at, o.created_at)
     FROM (SELECT wh_as_text(x.f -> 'ordertype') AS order_type, wh_as_text(x.f -> 'status') AS status, wh_as_text(x.f -> 'contractid') AS contract_id,
                  wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
-            FROM (SELECT * FROM version_facts WHERE resource_type = 'Order' AND valid_to IS NULL AND NOT deleted) c
+            FROM (SELECT * FROM current_facts WHERE resource_type = 'Order' AND NOT deleted) c
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) o
    WHERE lower(o.order_type) IN ('upgrade', 'downgrade') AND (o.completed_at IS NOT NULL OR lower(o.status) = 'completed') AND o.contract_id IS NOT NULL
   UNION ALL
@@ -265,7 +266,7 @@ WITH dunnings AS (
   SELECT d.dunning_id, d.contract_id, d.customer_id, d.process_id, COALESCE(d.process_id, d.dunning_id) AS episode_id, d.document_date
     FROM (SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_id, wh_as_text(x.f -> 'customerid') AS customer_id,
                  wh_as_text(x.f -> 'paymentescalationprocessid') AS process_id, wh_as_timestamptz(x.f -> 'documentdate') AS document_date
-            FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning' AND valid_to IS NULL AND NOT deleted) c
+            FROM (SELECT * FROM current_facts WHERE resource_type = 'Dunning' AND NOT deleted) c
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
 ), levels AS MATERIALIZED (
   -- MATERIALIZED: the level is read once per version, and the sort below carries it, not the
@@ -353,7 +354,7 @@ SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'failed'), 0) AS failed_amount
   FROM (SELECT lower(wh_as_text(x.f -> 'status')) AS status, wh_as_numeric(x.f -> 'amount') AS amount, wh_as_text(x.f -> 'currency') AS currency,
                wh_as_text(x.f -> 'paymentprovider') AS provider, wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
-          FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentTransaction' AND valid_to IS NULL AND NOT deleted) c
+          FROM (SELECT * FROM current_facts WHERE resource_type = 'PaymentTransaction' AND NOT deleted) c
           CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) t
  WHERE t.status IN ('succeeded', 'failed')
  GROUP BY 1, 2, 3;

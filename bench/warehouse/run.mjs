@@ -454,7 +454,7 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
 }
 
 try {
-  say(`${N} versions over ${R} resources; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  say(`${args.reuse ? 'reusing the generated warehouse' : `${N} versions over ${R} resources`}; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
   const generated = args.reuse ? await reuse() : await generate();
   say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
   if (!args['metrics-only']) await createOldViews();
