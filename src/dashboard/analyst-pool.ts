@@ -24,7 +24,19 @@ export function analystConnectionString(databaseUrl: string): string {
   return url.toString();
 }
 
-/** The dashboard's pool: every connection reads as billing_loader_analyst, read-only. */
+/**
+ * The dashboard's pool: every connection reads as billing_loader_analyst, read-only. Eight
+ * connections: the page's first load sends six chart requests at once, beside a timeline and the
+ * readiness check. A request that finds them all busy waits its turn for up to a minute: on a
+ * large warehouse the metric views take seconds each, and a chart that arrives late is better than
+ * one that fails after the default five seconds.
+ */
 export function createAnalystPool(options: { databaseUrl: string; log: Logger; max?: number }): pg.Pool {
-  return createPool({ databaseUrl: analystConnectionString(options.databaseUrl), applicationName: 'billing-loader dashboard', log: options.log, max: options.max ?? 4 });
+  return createPool({
+    databaseUrl: analystConnectionString(options.databaseUrl),
+    applicationName: 'billing-loader dashboard',
+    log: options.log,
+    max: options.max ?? 8,
+    connectionTimeoutMs: 60_000,
+  });
 }

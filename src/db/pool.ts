@@ -7,6 +7,11 @@ export interface PoolOptions {
   max?: number;
   /** Name shown in pg_stat_activity. */
   applicationName: string;
+  /**
+   * How long a query may wait for a connection (to open one, or for one to be free when all `max`
+   * are busy) before it fails. Default 5000.
+   */
+  connectionTimeoutMs?: number;
   log: Logger;
 }
 
@@ -16,7 +21,7 @@ export function createPool(options: PoolOptions): pg.Pool {
     connectionString: options.databaseUrl,
     max: options.max ?? 10,
     application_name: options.applicationName,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection (server restart) must not crash the process;
