@@ -167,9 +167,16 @@ function errorsSql(typed: TypedColumns): string {
   return parts.join('\nUNION ALL\n');
 }
 
+/** The greatest finite timestamptz: `<t>_as_of('infinity')` is the current state. */
+const LATEST_FINITE = '294276-12-31 23:59:59.999999+00';
+
 /**
  * The state of every resource of the type at `at`: the versions whose interval [valid_from,
- * valid_to) contains it (a range scan of version_facts' valid_from index), deleted ones left out.
+ * valid_to) contains it, deleted ones left out. The end is stated as `COALESCE(valid_to,
+ * 'infinity') > at`, the expression of version_facts_valid_to (migration 0011), so the planner
+ * reads whichever is smaller: the versions begun by `at` (version_facts_valid_from) or those still
+ * open at it (version_facts_valid_to); `at` is capped at the greatest finite time so that the
+ * current versions, open to infinity, are the state at infinity.
  * A SQL-standard body: bound to the views when created (no search_path at call time, and a
  * rebuild's schema rename keeps it working) and inlined into the caller's query, so a filter on
  * a column is applied inside.
@@ -189,7 +196,7 @@ LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
   SELECT ${columns.map(([name]) => `s.${quoteIdent(name)}`).join(', ')}
     FROM ${history} s
-   WHERE s.valid_from <= "at" AND (s.valid_to > "at" OR s.valid_to IS NULL) AND NOT s.deleted;
+   WHERE s.valid_from <= "at" AND COALESCE(s.valid_to, 'infinity') > LEAST("at", ${lit(LATEST_FINITE)}) AND NOT s.deleted;
 END`;
 }
 

@@ -110,5 +110,15 @@ describe('warehouse views (docs/CONTRACT.md section 5)', () => {
     const typedOnly = await plan(`SELECT resource_id, valid_to, is_current FROM ${s}.customer_history WHERE resource_id = 'a'`);
     expect(typedOnly).not.toMatch(/resource_versions/);
     expect(current).not.toMatch(/Seq Scan|Unique|Sort/);
+    // As of a recent moment: from the versions still open then (few), not all begun by then.
+    const asOf = await plan(`SELECT count(*) FROM ${s}.customer_as_of('2025-01-09T12:00:00Z')`);
+    expect(asOf).toMatch(/Index (Only )?Scan using version_facts_valid_to on version_facts f/);
+  });
+
+  it('<t>_as_of at infinity is the current state', async () => {
+    const asOf = await pool.query(`SELECT resource_id, version FROM ${s}.customer_as_of('infinity') ORDER BY 1`);
+    const current = await pool.query(`SELECT resource_id, version FROM ${s}.customer_current ORDER BY 1`);
+    expect(asOf.rows).toEqual(current.rows);
+    expect(asOf.rows.length).toBeGreaterThan(0);
   });
 });
