@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import avro from 'avsc';
 import { Agent as UndiciAgent, fetch as undiciFetch, type RequestInit } from 'undici';
 import type { Config } from '../config.js';
 import { LoaderError } from '../errors.js';
@@ -66,6 +67,8 @@ export function createRegistry(target: string | RegistrySettings): Registry {
     if (!res.ok) throw failed(`HTTP ${res.status} ${text}`, { status: res.status });
     const id = (JSON.parse(text) as { id?: unknown }).id;
     if (typeof id !== 'number') throw failed(`the registry answered without an id: ${text}`, { status: res.status });
+    // As the client's own register does: the schema just registered encodes without a lookup.
+    client.cache.setSchema(id, SchemaType.AVRO, avro.Type.forSchema(JSON.parse(schema) as avro.Schema));
     return id;
   };
 
