@@ -1,8 +1,8 @@
 -- The current state, stored compactly (docs/WAREHOUSE.md, "What is stored and what is computed").
--- `<t>_current` used to read the rows of version_facts whose valid_to is NULL: one row per
--- resource, but each on a page of its own among the resource's older versions, so a question
--- over every current contract read as many pages as there are contracts, and that grows with the
--- history (five versions per resource: five times the pages the answer needs). current_facts
+-- The rows of version_facts whose valid_to is NULL are one per resource, but each on a page of
+-- its own among the resource's older versions, so a question over every current contract read
+-- from there reads as many pages as there are contracts, and that grows with the history (five
+-- versions per resource: five times the pages the answer needs). current_facts
 -- holds only each resource's latest version (deleted ones too, flagged, as resource_heads does),
 -- with its facts, so those pages hold nothing else. Derived like version_facts: written by the
 -- same trigger, filled below, its fields refreshed by `migrate` with version_facts', reproduced

@@ -80,6 +80,11 @@ async function latestFacts(schema: string): Promise<Record<string, unknown>[]> {
   return rows;
 }
 
+/** A contract version on day `day` of January 2025 (`null`: a deletion). */
+const contract = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): Version => ({
+  type: 'Contract', id, version, at: `2025-01-${String(day).padStart(2, '0')}T00:00:00Z`, body,
+});
+
 const pascal = { Id: 'c-1', PlanId: 'p-1', StartDate: '2025-01-01T00:00:00Z', LifecycleStatus: 'Active', Phases: [{ Type: 'Trial' }], Balance: -5, Name: 'not a fact' };
 const camel = { id: 'c-2', planId: 'p-1', startDate: '2025-01-01T00:00:00Z', lifecycleStatus: 'Active', phases: [{ Type: 'Trial' }], balance: -5, name: 'not a fact' };
 const shouting = { ID: 'c-3', PLANID: 'p-1', STARTDATE: '2025-01-01T00:00:00Z', LIFECYCLESTATUS: 'Active', PHASES: [{ Type: 'Trial' }], BALANCE: -5, NAME: 'not a fact' };
@@ -110,15 +115,12 @@ describe('version facts: each version\'s validity and the fields the analyst lay
 
   it('valid_to is the next version\'s valid_from, within one batch, across batches, after a deletion and when a late version fills a gap', async () => {
     const schema = await freshWarehouse('validto');
-    const v = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): Version => ({
-      type: 'Contract', id, version, at: `2025-01-${String(day).padStart(2, '0')}T00:00:00Z`, body,
-    });
-    await append(schema, [v('a', 1, 1), v('a', 2, 2), v('b', 1, 1), v('c', 1, 1), v('c', 2, 3)]);
-    await append(schema, [v('a', 3, 5), v('b', 2, 6, null)]);
-    await append(schema, [v('b', 3, 7)]);
+    await append(schema, [contract('a', 1, 1), contract('a', 2, 2), contract('b', 1, 1), contract('c', 1, 1), contract('c', 2, 3)]);
+    await append(schema, [contract('a', 3, 5), contract('b', 2, 6, null)]);
+    await append(schema, [contract('b', 3, 7)]);
     // c's version 4 arrives before its version 3 (a late record filling a gap).
-    await append(schema, [v('c', 4, 9)]);
-    await append(schema, [v('c', 3, 8)]);
+    await append(schema, [contract('c', 4, 9)]);
+    await append(schema, [contract('c', 3, 8)]);
     const rows = (await facts(schema, 'Contract')).map((r) => [r.resource_id, r.version, r.valid_from.slice(0, 10), r.valid_to?.slice(0, 10) ?? null, r.deleted]);
     expect(rows).toEqual([
       ['a', 1, '2025-01-01', '2025-01-02', false],
@@ -144,14 +146,11 @@ describe('version facts: each version\'s validity and the fields the analyst lay
 
   it('current_facts holds each resource\'s latest version: within a batch, across batches, after a deletion, and not replaced by a late version below it', async () => {
     const schema = await freshWarehouse('current');
-    const v = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): Version => ({
-      type: 'Contract', id, version, at: `2025-01-${String(day).padStart(2, '0')}T00:00:00Z`, body,
-    });
-    await append(schema, [v('a', 1, 1), v('a', 2, 2), v('b', 1, 1), v('c', 1, 1), v('c', 2, 3)]);
-    await append(schema, [v('a', 3, 5), v('b', 2, 6, null)]);
-    await append(schema, [v('c', 4, 9)]);
+    await append(schema, [contract('a', 1, 1), contract('a', 2, 2), contract('b', 1, 1), contract('c', 1, 1), contract('c', 2, 3)]);
+    await append(schema, [contract('a', 3, 5), contract('b', 2, 6, null)]);
+    await append(schema, [contract('c', 4, 9)]);
     // c's version 3 arrives after its version 4: the head stays 4.
-    await append(schema, [v('c', 3, 8)]);
+    await append(schema, [contract('c', 3, 8)]);
     await append(schema, [{ type: 'Customer', id: 'k-1', version: 1, at: '2025-01-01T00:00:00Z', body: { Id: 'k-1' } }]);
     expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
     expect((await currentFacts(schema)).map((r) => [r.resource_type, r.resource_id, r.version, r.deleted])).toEqual([
