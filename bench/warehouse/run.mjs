@@ -4,10 +4,10 @@
 //   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
-//    server-side (INSERT ... SELECT, through the same trigger that keeps the heads): bodies of
+//    server-side (INSERT ... SELECT): bodies of
 //    about 2 KB with the simulator's fields, about five versions per resource (1 to 9), one
 //    version in ten with camelCase keys, 2 % of resources deleted, two years and nine months of
-//    valid_from; then ANALYZE. The derived tables (resource_heads, version_facts, current_facts) are filled
+//    valid_from; then ANALYZE. The derived tables (version_facts, current_facts) are filled
 //    afterwards in one set-based pass per type with the triggers' own expressions, about three
 //    times faster than the triggers' per-statement work at this volume; --through-triggers
 //    generates through the triggers instead (the two give the same tables);
@@ -143,14 +143,10 @@ async function createTemplates(target) {
               FROM generate_series(0, 63) AS i) t`);
 }
 
-const TRIGGERS = ['resource_versions_advance_heads', 'resource_versions_append_version_facts'];
+const TRIGGERS = ['resource_versions_append_version_facts'];
 
-/** The derived tables of a history written with their triggers off: migration 0004's and 0005's fills, with the trigger's field extraction. */
+/** The derived tables of a history written with their trigger off: migrations 0005's and 0010's fills, with the trigger's field extraction. */
 async function fillDerivedTables() {
-  await pool.query(`INSERT INTO ${S}.resource_heads (resource_type, resource_id, version, fetched_at, deleted)
-    SELECT DISTINCT ON (resource_type, resource_id) resource_type, resource_id, version, fetched_at, deleted
-      FROM ${S}.resource_versions ORDER BY resource_type, resource_id, version DESC`);
-  say('filled resource_heads');
   for (const type of TYPES) {
     await pool.query(
       `INSERT INTO ${S}.version_facts (resource_type, resource_id, version, valid_from, valid_to, deleted, fields)
@@ -204,7 +200,6 @@ async function generate() {
   }
   const ms = performance.now() - started;
   await pool.query(`VACUUM ANALYZE ${S}.resource_versions`);
-  await pool.query(`VACUUM ANALYZE ${S}.resource_heads`);
   await pool.query(`VACUUM ANALYZE ${S}.version_facts`);
   await pool.query(`VACUUM ANALYZE ${S}.current_facts`);
   const { rows } = await pool.query(

@@ -136,9 +136,9 @@ SELECT r.resource_id,
  WHERE r.resource_type = ${lit(type)}`;
 }
 
-/** The latest version of every resource, deleted ones included (resource_heads). */
+/** The latest version of every resource, deleted ones included (current_facts). */
 function latestSql(): string {
-  return `SELECT resource_type, resource_id, version, fetched_at AS valid_from, deleted FROM resource_heads`;
+  return `SELECT resource_type, resource_id, version, valid_from, deleted FROM current_facts`;
 }
 
 /**
