@@ -38,7 +38,8 @@ const CHUNK_ROWS = 50_000;
 /**
  * Inside the caller's transaction (migrate's analyst step): writes the key lists of `typed` and
  * the metric views to version_facts_keys (which the append trigger reads) and re-extracts the
- * stored fields (version_facts', then current_facts' from them) of every type whose list
+ * stored fields (version_facts', then current_facts' from them, and for contracts the counts of
+ * contract_state_days) of every type whose list
  * changed (all of them after migration 0005 on a non-empty warehouse), whole resources at a time
  * with a progress line each. Appends wait
  * meanwhile (SHARE lock), so no version is appended with the old list after its re-extraction.
@@ -87,6 +88,13 @@ export async function refreshVersionFacts(client: pg.PoolClient, schema: string,
           AND c.fields IS DISTINCT FROM f.fields`,
       [type],
     );
+    // The contract counts are keyed by two of these fields: count them again from the new ones
+    // (when migrated from a directory of an older release's files, there are none to count).
+    if (type === 'Contract' && (await client.query(`SELECT to_regclass($1) AS t`, [`${s}.contract_state_days`])).rows[0].t !== null) {
+      await client.query(`DELETE FROM ${s}.contract_state_deltas`);
+      await client.query(`DELETE FROM ${s}.contract_state_days`);
+      await client.query(`INSERT INTO ${s}.contract_state_days (day, status, plan_id, delta) SELECT * FROM ${s}.contract_state_days_from_facts()`);
+    }
   }
   return changed;
 }

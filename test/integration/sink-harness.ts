@@ -170,7 +170,7 @@ export async function createSinkHarness(config: Config): Promise<SinkHarness> {
         .map((r) => r.v)
         .filter((v) => v !== 'pipeline_health');
       const problems: string[] = [];
-      for (const relation of [...views, 'resource_heads', 'version_facts', 'current_facts']) {
+      for (const relation of [...views, 'version_facts', 'current_facts']) {
         const n = await differ(relation, (schema) => `${schema}.${quoteIdent(relation)}`);
         if (n > 0) problems.push(`${relation}: ${n}`);
       }
@@ -185,6 +185,12 @@ export async function createSinkHarness(config: Config): Promise<SinkHarness> {
           const n = await differ(fn.replace(/_as_of$/, '_current'), (schema) => `${schema}.${quoteIdent(fn)}('${at}')`);
           if (n > 0) problems.push(`${fn}('${at}'): ${n}`);
         }
+      }
+      for (const at of moments) {
+        const counts = (schema: string) => `SELECT status, plan_id, contracts FROM ${schema}.contract_counts_as_of('${at}')`;
+        const sql = `SELECT count(*) n FROM ((${counts(a)} EXCEPT ALL ${counts(b)}) UNION ALL (${counts(b)} EXCEPT ALL ${counts(a)})) d`;
+        const n = Number((await pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
+        if (n > 0) problems.push(`contract_counts_as_of('${at}'): ${n}`);
       }
       return problems;
     },

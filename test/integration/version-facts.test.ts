@@ -236,6 +236,9 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     ]);
     expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
     expect((await currentFacts(schema)).length).toBe(2);
+    // The contract counts are keyed by the fields migrate extracted after the migrations ran.
+    const counts = await pool.query(`SELECT status, plan_id, contracts::int FROM ${quoteIdent(schema)}.contract_counts_as_of('2025-01-03T00:00:00Z')`);
+    expect(counts.rows).toEqual([{ status: 'Active', plan_id: 'p-1', contracts: 2 }]);
   });
 
   it('a typed column added to the mapping is re-extracted from the stored bodies when migrate runs again', async () => {

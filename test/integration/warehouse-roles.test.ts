@@ -99,13 +99,14 @@ describe('warehouse roles', () => {
     // resource_heads: the writer's view of current_facts, not the analyst's.
     expect(views.rows.map((r) => r.name)).toEqual([...expected, 'resource_heads'].sort());
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
-    expect(tables.rows.map((r) => r.name)).toEqual(['current_facts', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
+    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
       for (const type of RESOURCE_TYPES) await q(`SELECT * FROM ${s}.${quoteIdent(asOfFunction(type))}(now())`);
       expect(await q(`SELECT resource_id, customer_id FROM ${s}.contract_as_of(now())`)).toEqual([{ resource_id: 'c-1', customer_id: 'cu' }]);
+      await q(`SELECT * FROM ${s}.contract_counts_as_of(now())`);
       const denied = { code: '42501' };
-      for (const table of ['current_facts', 'resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
+      for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
       }
       await expect(q(`INSERT INTO ${s}.resource_heads VALUES ('Contract', 'x', 1, now(), false)`)).rejects.toMatchObject(denied);
