@@ -39,9 +39,8 @@ const CHUNK_ROWS = 50_000;
  * Inside the caller's transaction (migrate's analyst step): writes the key lists of `typed` and
  * the metric views to version_facts_keys (which the append trigger reads) and re-extracts the
  * stored fields (version_facts', then current_facts' from them, and for contracts the counts of
- * contract_state_days) of every type whose list
- * changed (all of them after migration 0005 on a non-empty warehouse), whole resources at a time
- * with a progress line each. Appends wait
+ * contract_state_days) of every type whose list changed (all of them after migration 0005 on a
+ * non-empty warehouse), whole resources at a time with a progress line each. Appends wait
  * meanwhile (SHARE lock), so no version is appended with the old list after its re-extraction.
  * Returns the types re-extracted.
  */
