@@ -49,6 +49,13 @@ CREATE TABLE contract_state_deltas (
   delta   bigint NOT NULL
 );
 
+-- The two keys a contract version counts under, in one place for the trigger, the fill and the
+-- reader (inlined where they are called).
+CREATE FUNCTION contract_state_status(fields jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN COALESCE(fields -> 'lifecyclestatus', 'null');
+CREATE FUNCTION contract_state_plan(fields jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN COALESCE(fields -> 'planid', 'null');
+
 -- The per-day sums from version_facts: the fill below, `migrate` after it re-extracts contract
 -- fields, and the benchmark's generated warehouses.
 CREATE FUNCTION contract_state_days_from_facts()
@@ -56,12 +63,12 @@ RETURNS TABLE (day date, status jsonb, plan_id jsonb, delta bigint)
 LANGUAGE sql STABLE
 BEGIN ATOMIC
   SELECT d.day, d.status, d.plan_id, sum(d.delta)::bigint
-    FROM (SELECT (f.valid_from AT TIME ZONE 'UTC')::date AS day, COALESCE(f.fields -> 'lifecyclestatus', 'null') AS status,
-                 COALESCE(f.fields -> 'planid', 'null') AS plan_id, 1 AS delta
+    FROM (SELECT (f.valid_from AT TIME ZONE 'UTC')::date AS day, contract_state_status(f.fields) AS status,
+                 contract_state_plan(f.fields) AS plan_id, 1 AS delta
             FROM version_facts f
            WHERE f.resource_type = 'Contract' AND NOT f.deleted
           UNION ALL
-          SELECT (f.valid_to AT TIME ZONE 'UTC')::date, COALESCE(f.fields -> 'lifecyclestatus', 'null'), COALESCE(f.fields -> 'planid', 'null'), -1
+          SELECT (f.valid_to AT TIME ZONE 'UTC')::date, contract_state_status(f.fields), contract_state_plan(f.fields), -1
             FROM version_facts f
            WHERE f.resource_type = 'Contract' AND NOT f.deleted AND f.valid_to IS NOT NULL) d
    GROUP BY 1, 2, 3
@@ -114,14 +121,14 @@ BEGIN
       -- a closed head stops counting where the first appended version starts.
       INSERT INTO %1$I.contract_state_deltas (day, status, plan_id, delta)
       SELECT d.day, d.status, d.plan_id, sum(d.delta)
-        FROM (SELECT (w.valid_from AT TIME ZONE 'UTC')::date AS day, COALESCE(w.fields -> 'lifecyclestatus', 'null') AS status,
-                     COALESCE(w.fields -> 'planid', 'null') AS plan_id, 1 AS delta
+        FROM (SELECT (w.valid_from AT TIME ZONE 'UTC')::date AS day, %1$I.contract_state_status(w.fields) AS status,
+                     %1$I.contract_state_plan(w.fields) AS plan_id, 1 AS delta
                 FROM written w WHERE w.resource_type = 'Contract' AND NOT w.deleted
               UNION ALL
-              SELECT (w.valid_to AT TIME ZONE 'UTC')::date, COALESCE(w.fields -> 'lifecyclestatus', 'null'), COALESCE(w.fields -> 'planid', 'null'), -1
+              SELECT (w.valid_to AT TIME ZONE 'UTC')::date, %1$I.contract_state_status(w.fields), %1$I.contract_state_plan(w.fields), -1
                 FROM written w WHERE w.resource_type = 'Contract' AND NOT w.deleted AND w.valid_to IS NOT NULL
               UNION ALL
-              SELECT (h.fetched_at AT TIME ZONE 'UTC')::date, COALESCE(h.fields -> 'lifecyclestatus', 'null'), COALESCE(h.fields -> 'planid', 'null'), -1
+              SELECT (h.fetched_at AT TIME ZONE 'UTC')::date, %1$I.contract_state_status(h.fields), %1$I.contract_state_plan(h.fields), -1
                 FROM heads h WHERE h.resource_type = 'Contract' AND h.lo > h.version AND NOT h.deleted) d
        GROUP BY 1, 2, 3
       HAVING sum(d.delta) <> 0)
@@ -150,11 +157,11 @@ BEGIN
         RETURNING f.resource_type, f.deleted, f.fields, x.old_to, f.valid_to AS new_to)
       INSERT INTO %1$I.contract_state_deltas (day, status, plan_id, delta)
       SELECT d.day, d.status, d.plan_id, sum(d.delta)
-        FROM (SELECT (c.old_to AT TIME ZONE 'UTC')::date AS day, COALESCE(c.fields -> 'lifecyclestatus', 'null') AS status,
-                     COALESCE(c.fields -> 'planid', 'null') AS plan_id, 1 AS delta
+        FROM (SELECT (c.old_to AT TIME ZONE 'UTC')::date AS day, %1$I.contract_state_status(c.fields) AS status,
+                     %1$I.contract_state_plan(c.fields) AS plan_id, 1 AS delta
                 FROM changed c WHERE c.resource_type = 'Contract' AND NOT c.deleted AND c.old_to IS NOT NULL
               UNION ALL
-              SELECT (c.new_to AT TIME ZONE 'UTC')::date, COALESCE(c.fields -> 'lifecyclestatus', 'null'), COALESCE(c.fields -> 'planid', 'null'), -1
+              SELECT (c.new_to AT TIME ZONE 'UTC')::date, %1$I.contract_state_status(c.fields), %1$I.contract_state_plan(c.fields), -1
                 FROM changed c WHERE c.resource_type = 'Contract' AND NOT c.deleted AND c.new_to IS NOT NULL) d
        GROUP BY 1, 2, 3
       HAVING sum(d.delta) <> 0$q$, TG_TABLE_SCHEMA);
@@ -189,12 +196,12 @@ BEGIN ATOMIC
           SELECT d.status, d.plan_id, d.delta FROM contract_state_deltas d
            WHERE d.day < (LEAST("at", '294276-12-31 23:59:59.999999+00') AT TIME ZONE 'UTC')::date
           UNION ALL
-          SELECT COALESCE(f.fields -> 'lifecyclestatus', 'null'), COALESCE(f.fields -> 'planid', 'null'), 1
+          SELECT contract_state_status(f.fields), contract_state_plan(f.fields), 1
             FROM version_facts f
            WHERE f.resource_type = 'Contract' AND NOT f.deleted
              AND f.valid_from >= date_trunc('day', "at", 'UTC') AND f.valid_from <= "at"
           UNION ALL
-          SELECT COALESCE(f.fields -> 'lifecyclestatus', 'null'), COALESCE(f.fields -> 'planid', 'null'), -1
+          SELECT contract_state_status(f.fields), contract_state_plan(f.fields), -1
             FROM version_facts f
            WHERE f.resource_type = 'Contract' AND NOT f.deleted AND f.valid_to IS NOT NULL
              AND COALESCE(f.valid_to, 'infinity') >= date_trunc('day', "at", 'UTC') AND COALESCE(f.valid_to, 'infinity') <= "at") c

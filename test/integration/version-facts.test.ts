@@ -6,8 +6,8 @@ import { migrate, migrationsDir } from '../../src/db/migrate.js';
 import { migrationChecksum } from '../../src/db/migration-checksum.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
-import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { typedColumnsFile } from '../../src/warehouse/typed-columns.js';
+import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
 
 const config = testConfig();
@@ -29,31 +29,8 @@ async function freshWarehouse(name: string, options: { typedColumnsFile?: string
   return schema;
 }
 
-interface Version {
-  type: string;
-  id: string;
-  version: number;
-  at: string;
-  body: Record<string, unknown> | null;
-}
-
 /** One INSERT statement (one sink batch: the triggers run once per statement) as the writer role. */
-async function append(schema: string, versions: Version[]): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
-    await client.query(
-      `INSERT INTO ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
-       SELECT t, id, v, at, b IS NULL, b, 'h' || ord, '{}', '{}', 0, ord
-         FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::jsonb[]) WITH ORDINALITY AS x(t, id, v, at, b, ord)`,
-      [versions.map((v) => v.type), versions.map((v) => v.id), versions.map((v) => v.version), versions.map((v) => v.at), versions.map((v) => (v.body === null ? null : JSON.stringify(v.body)))],
-    );
-    await client.query('COMMIT');
-  } finally {
-    client.release();
-  }
-}
+const append = (schema: string, versions: AppendedVersion[]) => appendVersions(pool, schema, versions);
 
 async function facts(schema: string, type: string): Promise<{ resource_id: string; version: number; valid_from: string; valid_to: string | null; deleted: boolean; fields: unknown }[]> {
   const { rows } = await pool.query(
@@ -81,7 +58,7 @@ async function latestFacts(schema: string): Promise<Record<string, unknown>[]> {
 }
 
 /** A contract version on day `day` of January 2025 (`null`: a deletion). */
-const contract = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): Version => ({
+const contract = (id: string, version: number, day: number, body: Record<string, unknown> | null = { PlanId: `p-${version}` }): AppendedVersion => ({
   type: 'Contract', id, version, at: `2025-01-${String(day).padStart(2, '0')}T00:00:00Z`, body,
 });
 
@@ -174,7 +151,7 @@ describe('version facts: each version\'s validity and the fields the analyst lay
       // appends, late records below the head, and statements holding both for one resource.
       let state = seed;
       const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-      const versions: Version[] = [];
+      const versions: AppendedVersion[] = [];
       for (let r = 0; r < 12; r++) {
         for (let v = 1; v <= 1 + ((r + seed) % 6); v++) versions.push(contract(`s${seed}-${r}`, v, v * 4 + (r % 3), v === 3 && r % 4 === 0 ? null : { PlanId: `p-${v}` }));
       }
