@@ -174,8 +174,11 @@ describe('the container image', () => {
     const truth = await compareWarehouseToTruth(pool, config.databaseSchema, sim);
     expect(truth.problems).toEqual([]);
     expect(truth.duplicateVersions).toBe(0);
+    // Not vacuous: every contract and customer of the scenario has a history. (How many versions
+    // each has depends on when the enricher read it: on a loaded machine it may read a resource
+    // once, after all of its changes, which is correct, so the count of versions is not checked.)
+    expect(sim.ids('Contract').length).toBeGreaterThan(0);
     expect(truth.objects).toBeGreaterThanOrEqual(sim.ids('Contract').length + sim.ids('Customer').length);
-    expect(truth.versions).toBeGreaterThan(truth.objects);
 
     // The enricher's heads are on the volume, not in the container's own layer.
     const state = await podmanOk(['run', '--rm', '--entrypoint', 'sh', '--volume', `${volume}:/state`, image, '-c', 'find /state -type f | head -n 20']);
