@@ -72,8 +72,8 @@ function envArgs(env: Record<string, string>): string[] {
 }
 
 /** Starts a component's container in the background (host network: containers.conf). */
-async function startComponent(component: string, env: Record<string, string>, extra: string[] = []): Promise<string> {
-  const name = `billing-loader-test-${component}-${suffix}`;
+async function startComponent(component: string, env: Record<string, string>, extra: string[] = [], instance = ''): Promise<string> {
+  const name = `billing-loader-test-${component}${instance}-${suffix}`;
   containers.push(name);
   // --read-only: as Kubernetes' readOnlyRootFilesystem (deploy/kubernetes/); the loader writes only to its volume.
   await podmanOk(['run', '--detach', '--read-only', '--name', name, ...extra, ...envArgs({ ...baseEnv(), ...env }), image, component]);
@@ -136,22 +136,20 @@ describe('the container image', () => {
     const token = randomBytes(16).toString('hex');
     const [ingressPort, enricherPort, sinkPort] = [await freePort(), await freePort(), await freePort()];
     await podmanOk(['volume', 'create', volume]);
+    const enricherEnv = {
+      ENRICHER_PORT: String(enricherPort),
+      BILLING_API_URL: api.apiUrl,
+      BILLING_AUTH_URL: api.authUrl,
+      BILLING_CLIENT_ID: api.clientId,
+      BILLING_CLIENT_SECRET: api.grant.kind === 'client_credentials' ? api.grant.clientSecret : '',
+      BILLING_API_REQUESTS_PER_SECOND: '500',
+      ENRICHER_NOT_FOUND_WINDOW_MS: String(config.enricherNotFoundWindowMs),
+      ENRICHER_GONE_CONFIRM_MS: String(config.enricherGoneConfirmMs),
+    };
+    const stateVolume = ['--volume', `${volume}:/var/lib/billing-loader/enricher`];
     const names = {
       ingress: await startComponent('ingress', { INGRESS_PORT: String(ingressPort), INGRESS_TOKEN: token }),
-      enricher: await startComponent(
-        'enricher',
-        {
-          ENRICHER_PORT: String(enricherPort),
-          BILLING_API_URL: api.apiUrl,
-          BILLING_AUTH_URL: api.authUrl,
-          BILLING_CLIENT_ID: api.clientId,
-          BILLING_CLIENT_SECRET: api.grant.kind === 'client_credentials' ? api.grant.clientSecret : '',
-          BILLING_API_REQUESTS_PER_SECOND: '500',
-          ENRICHER_NOT_FOUND_WINDOW_MS: String(config.enricherNotFoundWindowMs),
-          ENRICHER_GONE_CONFIRM_MS: String(config.enricherGoneConfirmMs),
-        },
-        ['--volume', `${volume}:/var/lib/billing-loader/enricher`],
-      ),
+      enricher: await startComponent('enricher', enricherEnv, stateVolume),
       sink: await startComponent('sink', { SINK_PORT: String(sinkPort), DATABASE_URL: writerUrl.toString() }),
     };
     for (const port of [ingressPort, enricherPort, sinkPort]) {
@@ -193,6 +191,19 @@ describe('the container image', () => {
       expect(state?.State.ExitCode, `${component} exit code; its log:\n${log.slice(-3000)}`).toBe(0);
       expect(log, component).toMatch(/"pid":1,[^\n]*"signal":"SIGTERM"[^\n]*"msg":"shutting down"/);
       expect(log, component).toMatch(/"pid":1,[^\n]*"msg":"stopped"/);
+      if (component === 'enricher') expect(log).toMatch(/"msg":"heads restored"/);
     }
+
+    // A new enricher container on the same volume resumes from the heads it finds there: no
+    // partition is read from the beginning of the heads topic again.
+    const firstLog = await podman(['logs', names.enricher]);
+    expect(firstLog.stdout + firstLog.stderr).toMatch(/"fromOffsets":\[[^\]]*\(full\)/);
+    const again = await startComponent('enricher', enricherEnv, stateVolume, '-again');
+    await waitFor(() => ready(enricherPort), { what: 'the second enricher ready', timeoutMs: 120_000, intervalMs: 500 });
+    await podmanOk(['stop', '--time', '60', again]);
+    const againLogs = await podman(['logs', again]);
+    const restored = /"fromOffsets":(\[[^\]]*\])[^\n]*"msg":"heads restored"/.exec(againLogs.stdout + againLogs.stderr);
+    expect(restored?.[1], againLogs.stderr.slice(-3000)).toBeDefined();
+    expect(restored?.[1]).not.toContain('(full)');
   }, 600_000);
 });
