@@ -90,7 +90,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     pool,
     commits,
     registry,
-    deadLetters: createDeadLetterWriter(producer, registry, 'sink', limitOf),
+    deadLetters: createDeadLetterWriter(producer, 'sink', limitOf),
     schema: config.databaseSchema,
     names,
     metrics,
