@@ -4,6 +4,7 @@ import { kafkaAccessError } from '../kafka/client.js';
 import { registerBackfill } from './backfill-command.js';
 import { registerDashboard } from './dashboard-command.js';
 import { registerDemo } from './demo-command.js';
+import { registerDlq } from './dlq-command.js';
 import { registerEnricher } from './enricher-command.js';
 import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
@@ -35,6 +36,7 @@ export async function main(argv: string[]): Promise<number> {
   registerBackfill(program);
   registerRepartition(program);
   registerDashboard(program);
+  registerDlq(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).
