@@ -138,6 +138,9 @@ const isEnvelope = (v: unknown): v is EnvelopeValue => {
   return typeof r === 'object' && r !== null && typeof r.source_topic === 'string' && typeof r.stage === 'string' && typeof r.error_class === 'string' && 'source_offset' in r;
 };
 
+/** A header's decimal number; undefined when absent or not a whole number (a letter written by hand, say). */
+const wholeNumber = (text: string | undefined): number | undefined => (text !== undefined && /^\d{1,16}$/.test(text) ? Number(text) : undefined);
+
 const headerText = (v: IHeaders[string]): string | undefined => {
   const one = Array.isArray(v) ? v[0] : v;
   return one === undefined ? undefined : Buffer.isBuffer(one) ? one.toString('utf8') : String(one);
@@ -167,13 +170,13 @@ export async function readDeadLetter(id: LetterId, message: Pick<KafkaMessage, '
       errorClass: headerText(headers[H.errorClass]) ?? '',
       errorMessage: headerText(headers[H.errorMessage]) ?? '',
       sourceTopic: headerText(headers[H.topic]) ?? '',
-      sourcePartition: Number(headerText(headers[H.partition]) ?? -1),
-      sourceOffset: headerText(headers[H.offset]) ?? '-1',
-      failedAt: Number(headerText(headers[H.failedAt]) ?? message.timestamp),
+      sourcePartition: wholeNumber(headerText(headers[H.partition])) ?? -1,
+      sourceOffset: String(wholeNumber(headerText(headers[H.offset])) ?? -1),
+      failedAt: wholeNumber(headerText(headers[H.failedAt])) ?? Number(message.timestamp),
       key: message.key ?? null,
       value: message.value ?? null,
       headers: own,
-      valueDroppedBytes: Number(headerText(headers[H.valueDropped]) ?? 0),
+      valueDroppedBytes: wholeNumber(headerText(headers[H.valueDropped])) ?? 0,
     };
   }
   const unknown: StoredDeadLetter = { id, format: 'unknown', stage: 'unknown', errorClass: 'unknown', errorMessage: '', sourceTopic: '', sourcePartition: -1, sourceOffset: '-1', failedAt: Number(message.timestamp), key: message.key ?? null, value: message.value ?? null, headers: {}, valueDroppedBytes: 0 };

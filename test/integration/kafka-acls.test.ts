@@ -25,8 +25,9 @@ function runGrants(p: string): Grant[] {
     [Res.TOPIC, `${p}.webhooks`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.snapshots`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     // Every writer reads the largest record each topic it writes accepts (DescribeConfigs).
-    [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
-    [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
+    // The sink also reads both DLQs back, to record every letter in the warehouse.
+    [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
+    [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.requests`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.heads`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.delayed`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
@@ -35,6 +36,7 @@ function runGrants(p: string): Grant[] {
     [Res.GROUP, `${p}.enricher.fetcher`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.enricher.delayed`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.sink`, LITERAL, [Op.READ, Op.DESCRIBE]],
+    [Res.GROUP, `${p}.sink.dead-letters`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.enricher.heads.read.`, PREFIXED, [Op.READ, Op.DESCRIBE, Op.DELETE]],
     // The fetcher's transactional producers, one per requests partition.
     [Res.TRANSACTIONAL_ID, `${p}.enricher.requests.fetcher.`, PREFIXED, [Op.WRITE, Op.DESCRIBE]],
