@@ -261,6 +261,7 @@ export const COMMAND_SETTINGS = {
   migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   dlq: [...S.kafka, ...S.registry, 'logLevel'],
+  repair: [...S.kafka, ...S.registry, 'logLevel'],
   replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],
   stack: ['stackDir'],
   dashboard: ['dashboardDatabaseUrl', ...S.database, 'dashboardPort', ...S.service],

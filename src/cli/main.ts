@@ -10,6 +10,7 @@ import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
 import { registerRun } from './run-command.js';
 import { registerReplay } from './replay-command.js';
+import { registerRepair } from './repair-command.js';
 import { registerRepartition } from './repartition-command.js';
 import { registerSimulate } from './simulate-command.js';
 import { registerSink } from './sink-command.js';
@@ -37,6 +38,7 @@ export async function main(argv: string[]): Promise<number> {
   registerRepartition(program);
   registerDashboard(program);
   registerDlq(program);
+  registerRepair(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).
