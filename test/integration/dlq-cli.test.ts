@@ -41,7 +41,8 @@ beforeAll(async () => {
   await admin.connect();
   const specs = pipelineTopicSpecs(names);
   // A DLQ of more partitions than the loader creates: every reader must read them all.
-  await ensureTopics(admin, [specs.webhooks, specs.snapshots, { ...specs.webhooksDlq, numPartitions: 3 }, specs.snapshotsDlq, ...enricherTopicSpecs(internal)]);
+  // And a snapshots DLQ that takes small records only: a letter of a large record keeps its coordinates, not its value.
+  await ensureTopics(admin, [specs.webhooks, specs.snapshots, { ...specs.webhooksDlq, numPartitions: 3 }, { ...specs.snapshotsDlq, configEntries: { 'max.message.bytes': '16384' } }, ...enricherTopicSpecs(internal)]);
   await admin.disconnect();
   producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: defaultPartitioner });
   await producer.connect();
@@ -61,6 +62,7 @@ beforeAll(async () => {
   await createDeadLetterWriter(producer, 'sink', limitOf).send([
     deadLetterFor(names.webhooksDlq, names.webhooks, 2, { offset: '11', key: Buffer.from('wh-key'), value: Buffer.from('not avro') }, 'decode', 'bad magic byte'),
     deadLetterFor(names.snapshotsDlq, names.snapshots, 0, { offset: '3', key: Buffer.from('Order:o1'), value: snapshotBytes }, 'version-conflict', 'version 2 is stored with another hash'),
+    deadLetterFor(names.snapshotsDlq, names.snapshots, 1, { offset: '6', key: Buffer.from('Order:big'), value: Buffer.alloc(20_000, 120) }, 'rejected-by-database', 'SQLSTATE 22P05'),
   ]);
   await createDeadLetterWriter(producer, 'enricher', limitOf).send([
     deadLetterFor(names.webhooksDlq, internal.requests, 4, { offset: '8', key: Buffer.from('Contract:c9'), value: Buffer.from('{"type":"Contract","id":"c9"}') }, 'not-found', 'HTTP 404 for the whole window'),
@@ -103,16 +105,18 @@ describe('billing-loader dlq', () => {
         ['sink', 'decode', `${names.webhooks}:2:11`],
         ['enricher', 'not-found', `${internal.requests}:4:8`],
         ['sink', 'version-conflict', `${names.snapshots}:0:3`],
+        ['sink', 'rejected-by-database', `${names.snapshots}:1:6`],
       ].sort(),
     );
     expect(new Set(rows.map((r) => r[0]?.split(':')[1])).size).toBeGreaterThan(1); // letters on several DLQ partitions
     const bySink = lines((await dlq('list', '--stage', 'sink')).stdout);
-    expect(bySink).toHaveLength(2);
+    expect(bySink).toHaveLength(3);
     const notFound = lines((await dlq('list', '--error-class', 'not-found', '--json')).stdout).map((l) => JSON.parse(l) as { errorClass: string; source: { topic: string } });
     expect(notFound).toEqual([expect.objectContaining({ errorClass: 'not-found', source: { topic: internal.requests, partition: 4, offset: '8' } })]);
     // The old letter failed on 2025-01-01, the others now.
     expect(lines((await dlq('list', '--until', '2025-06-01T00:00:00Z')).stdout)).toHaveLength(1);
     expect(lines((await dlq('list', '--since', '2025-06-01T00:00:00Z', '--dlq', 'webhooks')).stdout)).toHaveLength(2);
+    expect(lines((await dlq('list', '--error-class', 'decode', '--error-class', 'not-found')).stdout)).toHaveLength(3);
   }, 90_000);
 
   it('shows one letter: context, key, and the value decoded (Avro through the registry, an old envelope unwrapped)', async () => {
@@ -129,6 +133,8 @@ describe('billing-loader dlq', () => {
     expect(JSON.parse((await dlq('show', old?.id as string)).stdout)).toMatchObject({
       format: 'envelope', errorMessage: 'written before the header format', key: 'old-key', value: { encoding: 'text', value: 'old-format webhook' }, failedAt: '2025-01-01T00:00:00.000Z',
     });
+    const big = rows.find((r) => r.errorClass === 'rejected-by-database');
+    expect(JSON.parse((await dlq('show', big?.id as string)).stdout)).toMatchObject({ key: 'Order:big', value: null, valueNotKeptBytes: 20_000 });
     const request = rows.find((r) => r.errorClass === 'not-found');
     expect(JSON.parse((await dlq('show', request?.id as string)).stdout)).toMatchObject({ value: { encoding: 'json', value: { type: 'Contract', id: 'c9' } } });
   }, 60_000);
@@ -137,7 +143,9 @@ describe('billing-loader dlq', () => {
     const dry = await dlq('redrive', '--all', '--dry-run');
     expect(dry.code, dry.stderr).toBe(0);
     expect(lines(dry.stdout).filter((l) => l.startsWith('would redrive'))).toHaveLength(3);
-    expect(lines(dry.stdout).filter((l) => l.startsWith('skipped'))).toEqual([expect.stringContaining('version-conflict')]);
+    const skipped = lines(dry.stdout).filter((l) => l.startsWith('skipped'));
+    expect(skipped).toHaveLength(2);
+    expect(skipped).toEqual(expect.arrayContaining([expect.stringContaining('the source value was not kept (20000 bytes)'), expect.stringContaining(': version-conflict: ')]));
     expect(await readAll(names.webhooks)).toHaveLength(0);
 
     // Two at once, then a third: each letter is sent back exactly once.
@@ -156,7 +164,7 @@ describe('billing-loader dlq', () => {
     for (const m of webhooks) expect(m.headers?.['billing_loader.dlq.redriven_from']?.toString()).toMatch(new RegExp(`^${names.webhooksDlq.replace(/\./g, '\\.')}:\\d+:\\d+$`));
     const requests = await readAll(internal.requests);
     expect(requests.map((m) => [m.key?.toString(), m.value?.toString()])).toEqual([['Contract:c9', '{"type":"Contract","id":"c9"}']]);
-    expect(await readAll(names.snapshots)).toHaveLength(0); // the version conflict stays in its DLQ
+    expect(await readAll(names.snapshots)).toHaveLength(0); // the version conflict and the letter without its value stay in their DLQ
     expect(lines((await dlq('list', '--stage', 'enricher')).stdout).every((l) => l.split('\t')[5] === 'redriven')).toBe(true);
   }, 120_000);
 });
