@@ -5,7 +5,11 @@ import { silentLogger } from '../../src/log.js';
 import { secureKafkaAccess, type SecureKafkaAccess } from '../../src/stack/kafka-service.js';
 import { freePort } from '../helpers/free-port.js';
 import { nativeKafka, startPrivateKafka, type PrivateService } from '../faults/private-services.js';
+import { quoteIdent } from '../../src/db/pool.js';
+import { createDeadLetterWriter } from '../../src/kafka/dead-letters.js';
+import { deadLetterFor } from '../../src/wire/dead-letter.js';
 import { runCli } from '../helpers/cli.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { uniqueSuffix } from '../helpers/environment.js';
 import { drainPipeline } from '../helpers/pipeline-drain.js';
 import { startSimulatedPipeline } from '../helpers/simulated-pipeline.js';
@@ -84,6 +88,13 @@ describe.skipIf(!nativeKafka)('Kafka ACLs of billing-loader run', () => {
       const truth = await compareWarehouseToTruth(run.pool, run.config.databaseSchema, run.sim);
       expect(truth.problems).toEqual([]);
       expect(truth.objects).toBeGreaterThanOrEqual(run.sim.ids('Contract').length + run.sim.ids('Customer').length);
+      // The sink reads the DLQs back into dead_letters with the same grants.
+      const producer = run.kafka.producer();
+      await producer.connect();
+      await createDeadLetterWriter(producer, 'enricher', () => 1_000_000).send([deadLetterFor(`${prefix}.webhooks.dlq`, `${prefix}.enricher.requests`, 0, { offset: '0', key: null, value: null }, 'not-found', 'acl-probe')]);
+      await producer.disconnect();
+      const probe = `SELECT count(*)::int AS n FROM ${quoteIdent(run.config.databaseSchema)}.dead_letters WHERE error_message = 'acl-probe'`;
+      await waitFor(async () => (await run.pool.query<{ n: number }>(probe)).rows[0]?.n === 1, { what: 'the probe letter recorded' });
     } finally {
       await run.stop();
     }
