@@ -260,6 +260,8 @@ export const COMMAND_SETTINGS = {
   demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort'],
   migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
+  dlq: [...S.kafka, ...S.registry, 'logLevel'],
+  repair: [...S.kafka, ...S.registry, 'logLevel'],
   replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],
   stack: ['stackDir'],
   dashboard: ['dashboardDatabaseUrl', ...S.database, 'dashboardPort', ...S.service],

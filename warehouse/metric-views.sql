@@ -362,8 +362,8 @@ SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
 -- The loader's own health per minute, on the load-side clocks: webhooks by ingress receipt,
 -- versions by loaded_at, and freshness: for each version caused by webhooks, the seconds from the
 -- earliest of them received to the version loaded (percentiles over the minute's versions).
--- dead_letters is 0: dead letters go to the Kafka DLQ topics and the sink's
--- billing_loader_sink_dead_letters_total metric; the warehouse records none.
+-- dead_letters: the records of the DLQ topics given up in that minute (by any stage; the sink
+-- copies each into dead_letters, migration 0017).
 CREATE VIEW pipeline_health AS
 -- Minutes in UTC with an explicit zone: migration 0006 indexes exactly these expressions, so a
 -- filter on minute (the dashboard's last hours) reads only those minutes' index entries, and the
@@ -374,9 +374,13 @@ SELECT m.minute,
        sum(m.versions)::bigint AS versions,
        max(m.freshness[1]) AS freshness_p50_s,
        max(m.freshness[2]) AS freshness_p99_s,
-       0::bigint AS dead_letters
-  FROM (SELECT date_trunc('minute', w.received_at, 'UTC') AS minute, count(*) AS webhooks, 0::bigint AS versions, NULL::float8[] AS freshness
+       sum(m.dead_letters)::bigint AS dead_letters
+  FROM (SELECT date_trunc('minute', w.received_at, 'UTC') AS minute, count(*) AS webhooks, 0::bigint AS versions, NULL::float8[] AS freshness, 0::bigint AS dead_letters
           FROM webhook_events w
+         GROUP BY 1
+        UNION ALL
+        SELECT date_trunc('minute', d.failed_at, 'UTC'), 0, 0, NULL, count(*)
+          FROM dead_letters d
          GROUP BY 1
         UNION ALL
         -- Both percentiles from one aggregate, so each version's sources are looked up once; a
@@ -387,7 +391,8 @@ SELECT m.minute,
                percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (
                  ORDER BY CASE WHEN cardinality(r.source_event_ids) > 0 THEN
                             extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8
-                          END)
+                          END),
+               0
           FROM resource_versions r
          GROUP BY 1) m
  GROUP BY m.minute;

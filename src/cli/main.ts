@@ -4,11 +4,13 @@ import { kafkaAccessError } from '../kafka/client.js';
 import { registerBackfill } from './backfill-command.js';
 import { registerDashboard } from './dashboard-command.js';
 import { registerDemo } from './demo-command.js';
+import { registerDlq } from './dlq-command.js';
 import { registerEnricher } from './enricher-command.js';
 import { registerIngress } from './ingress-command.js';
 import { registerMigrate } from './migrate-command.js';
 import { registerRun } from './run-command.js';
 import { registerReplay } from './replay-command.js';
+import { registerRepair } from './repair-command.js';
 import { registerRepartition } from './repartition-command.js';
 import { registerSimulate } from './simulate-command.js';
 import { registerSink } from './sink-command.js';
@@ -35,6 +37,8 @@ export async function main(argv: string[]): Promise<number> {
   registerBackfill(program);
   registerRepartition(program);
   registerDashboard(program);
+  registerDlq(program);
+  registerRepair(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     // A command may set process.exitCode to report a state (e.g. `stack status`: 3 when not all run).

@@ -219,7 +219,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     progress.stage = 'caching heads';
     // Awaited: the next part of this partition must see these heads.
     await owned.committed(plan.headRecords.map((r) => ({ key: r.key as string, value: r.value as Buffer })), published.headsEnd);
-    if (letters.length > 0) metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
+    metrics.deadLettered(letters);
     for (const g of plan.givenUp) {
       metrics.givenUp.inc({ type: g.type, reason: g.reason }, g.count);
       log.warn('resource given up after rereads, request dead-lettered', { resourceType: g.type, reason: g.reason, requests: g.count });

@@ -39,7 +39,7 @@ export interface PlannedPart {
 export function createPartPublisher(deps: PartPublisherDeps) {
   const { limitOf } = deps;
   // Dead letters ride in the batch's transaction: published exactly when the offsets move past them.
-  const encodeDeadLetters = createDeadLetterEncoder(deps.registry, 'enricher', limitOf);
+  const encodeDeadLetters = createDeadLetterEncoder('enricher', limitOf);
 
   /**
    * Returns the plan as published, its dead letters and where its head records ended up (the
@@ -59,7 +59,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
     const { publishable, tooLarge } = partitionBySize(encodedSnapshots, limitOf(deps.topics.snapshots));
     const { plan } = holdBackTooLarge(part.plan, part.groups, tooLarge.map((m) => ({ key: m.key, bytes: m.value.length })), { topic: deps.topics.snapshots, maxBytes: limitOf(deps.topics.snapshots) }, source);
     const letters = [...part.invalid, ...plan.letters];
-    const encodedLetters = letters.length > 0 ? await encodeDeadLetters(letters) : [];
+    const encodedLetters = letters.length > 0 ? encodeDeadLetters(letters) : [];
 
     if (!stillOwner()) return undefined;
     onStage('beginning transaction');

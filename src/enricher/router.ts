@@ -51,7 +51,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
   const newProducer = (): Producer => createIdempotentProducer(deps.kafka);
   const limitOf = await readMessageLimits(deps.kafka, [deps.topics.webhooksDlq]);
   let producer = newProducer();
-  let deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher', limitOf);
+  let deadLetters = createDeadLetterWriter(producer, 'enricher', limitOf);
   let producerReady = false;
   await producer.connect();
   producerReady = true;
@@ -64,7 +64,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
   const replaceProducer = async () => {
     const old = producer;
     producer = newProducer();
-    deadLetters = createDeadLetterWriter(producer, deps.registry, 'enricher', limitOf);
+    deadLetters = createDeadLetterWriter(producer, 'enricher', limitOf);
     producerReady = false;
     await old.disconnect().catch(() => undefined);
   };
@@ -131,7 +131,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
       throw new LoaderError(`fetch requests not written, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: batch.topic, partition: batch.partition } });
     }
     if (held.delete(batch.partition)) deps.health.setCondition(DECODE_CONDITION, held.values().next().value);
-    if (letters.length > 0) deps.metrics.deadLetters.inc({ topic: deps.topics.webhooksDlq }, letters.length);
+    deps.metrics.deadLettered(letters);
     resolveOffset(batch.lastOffset());
     await commits.commit(payload);
     await heartbeat();

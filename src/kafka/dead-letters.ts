@@ -1,7 +1,5 @@
 import type { Message, Producer } from 'kafkajs';
-import type { Registry } from '../registry/registry.js';
-import type { DeadLetter } from '../wire/dead-letter.js';
-import { DEAD_LETTER_SCHEMA_FILE, valueSubject } from '../wire/schemas.js';
+import { deadLetterHeaders, type DeadLetter } from '../wire/dead-letter.js';
 import type { MessageLimits } from './message-limits.js';
 import { fitsAlone, splitSends } from './split-sends.js';
 
@@ -10,57 +8,29 @@ export interface TopicMessages {
   messages: Message[];
 }
 
+/** Longest error message kept in a letter's header, in characters. */
+const MAX_ERROR_MESSAGE = 4000;
+
 /**
- * Encodes dead letters for their DLQ topics (schema registered once per topic). Kept apart from
- * sending so that a stage can put them inside its own Kafka transaction. A dead letter that
- * would not fit its DLQ's `max.message.bytes` alone (a source record near its own topic's
- * limit, plus the letter's fields) is encoded without the source value, and its error message
- * says so: the source coordinates still lead to the record. Without that, the broker refuses the
- * send for good and the stage retries its batch for ever.
+ * Turns dead letters into DLQ records: the source record's key, value and headers byte for byte,
+ * with the context in headers (src/wire/dead-letter.ts, docs/CONTRACT.md). Kept apart from
+ * sending so that a stage can put them inside its own Kafka transaction. A letter that would not
+ * fit its DLQ's `max.message.bytes` alone (a source record near its own topic's limit, plus the
+ * headers) is written without the source value, and a header says how many bytes were left out:
+ * the source coordinates still lead to the record. Without that, the broker refuses the send for
+ * good and the stage retries its batch for ever.
  */
-export function createDeadLetterEncoder(registry: Registry, stage: string, limitOf: MessageLimits): (letters: DeadLetter[]) => Promise<TopicMessages[]> {
-  const schemaIds = new Map<string, Promise<number>>();
-  const schemaId = (topic: string): Promise<number> => {
-    let id = schemaIds.get(topic);
-    if (!id) {
-      id = registry.registerFile(valueSubject(topic), DEAD_LETTER_SCHEMA_FILE);
-      id.catch(() => schemaIds.delete(topic));
-      schemaIds.set(topic, id);
+export function createDeadLetterEncoder(stage: string, limitOf: MessageLimits, now: () => number = Date.now): (letters: DeadLetter[]) => TopicMessages[] {
+  return (letters) => {
+    const byTopic = new Map<string, Message[]>();
+    const failedAt = now();
+    for (const l of letters) {
+      const letter = { ...l, errorMessage: l.errorMessage.slice(0, MAX_ERROR_MESSAGE) };
+      const whole: Message = { key: l.sourceKey, value: l.sourceValue, headers: { ...l.sourceHeaders, ...deadLetterHeaders(letter, stage, failedAt) } };
+      const message = fitsAlone(whole, limitOf(l.dlqTopic)) || l.sourceValue === null ? whole : { key: l.sourceKey, value: null, headers: { ...l.sourceHeaders, ...deadLetterHeaders(letter, stage, failedAt, l.sourceValue.length) } };
+      byTopic.set(l.dlqTopic, [...(byTopic.get(l.dlqTopic) ?? []), message]);
     }
-    return id;
-  };
-  return async (letters) => {
-    const byTopic = new Map<string, DeadLetter[]>();
-    for (const l of letters) byTopic.set(l.dlqTopic, [...(byTopic.get(l.dlqTopic) ?? []), l]);
-    return Promise.all(
-      [...byTopic].map(async ([topic, list]) => {
-        const id = await schemaId(topic);
-        const limit = limitOf(topic);
-        const encodeLetter = async (l: DeadLetter, sourceValue: Buffer | null, errorMessage: string) => ({
-          key: l.sourceKey,
-          value: await registry.encode(id, {
-            source_topic: l.sourceTopic,
-            source_partition: l.sourcePartition,
-            source_offset: Number(l.sourceOffset),
-            source_key: l.sourceKey,
-            source_value: sourceValue,
-            stage,
-            error_class: l.errorClass,
-            error_message: errorMessage,
-            failed_at: Date.now(),
-          }),
-        });
-        const messages = await Promise.all(
-          list.map(async (l) => {
-            const message = l.errorMessage.slice(0, 4000);
-            const whole = await encodeLetter(l, l.sourceValue, message);
-            if (fitsAlone(whole, limit) || l.sourceValue === null) return whole;
-            return encodeLetter(l, null, `${message} (source value of ${l.sourceValue.length} bytes not kept: with it the dead letter exceeds the ${limit} bytes ${topic} accepts; read it at its source offset)`);
-          }),
-        );
-        return { topic, messages };
-      }),
-    );
+    return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
   };
 }
 
@@ -72,12 +42,12 @@ export function createDeadLetterEncoder(registry: Registry, stage: string, limit
  * `max.message.bytes` needs (a batch of large bad records would not fit one). Give it a
  * RenewingProducer (src/kafka/renewing-producer.ts) when its caller retries a failed send.
  */
-export function createDeadLetterWriter(producer: Pick<Producer, 'sendBatch'>, registry: Registry, stage: string, limitOf: MessageLimits) {
-  const encode = createDeadLetterEncoder(registry, stage, limitOf);
+export function createDeadLetterWriter(producer: Pick<Producer, 'sendBatch'>, stage: string, limitOf: MessageLimits) {
+  const encode = createDeadLetterEncoder(stage, limitOf);
   return {
     encode,
     async send(letters: DeadLetter[]): Promise<void> {
-      for (const send of splitSends(await encode(letters), limitOf)) await producer.sendBatch({ topicMessages: send, acks: -1 });
+      for (const send of splitSends(encode(letters), limitOf)) await producer.sendBatch({ topicMessages: send, acks: -1 });
     },
   };
 }

@@ -10,11 +10,18 @@ const RECORD_OVERHEAD = 40;
 /** The record batch header (61 bytes, the 12 of offset and length included), with room to spare. */
 const BATCH_OVERHEAD = 128;
 
-const bytes = (v: Message['key'] | Message['value']): number => (v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.length);
+const bytes = (v: Message['key'] | Message['value'] | undefined): number => (v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.length);
+
+/** Bytes of a record's headers: each name and value, and their lengths as varints (at most 5 bytes each). */
+const headerBytes = (h: Message['headers']): number => {
+  let n = 0;
+  for (const [name, v] of Object.entries(h ?? {})) for (const one of Array.isArray(v) ? v : [v]) n += Buffer.byteLength(name) + bytes(one as Buffer | string | undefined) + 10;
+  return n;
+};
 
 /** What one message adds to a record batch, in bytes (uncompressed). */
 export function recordSize(m: Message): number {
-  return bytes(m.key) + bytes(m.value) + RECORD_OVERHEAD;
+  return bytes(m.key) + bytes(m.value) + headerBytes(m.headers) + RECORD_OVERHEAD;
 }
 
 /** Whether a message can be written to a topic whose record batches may hold `limit` bytes (`max.message.bytes`). */

@@ -105,7 +105,7 @@ function refusalLetters(outcome: BatchOutcome, messages: KafkaMessage[], dlqTopi
   const byOffset = new Map(messages.map((m) => [m.offset, m]));
   return outcome.refused.map(({ row, errorClass, message }) => {
     const source = byOffset.get(row.coordinates.offset);
-    return deadLetterFor(dlqTopic, row.coordinates.topic, row.coordinates.partition, { offset: row.coordinates.offset, key: source?.key ?? null, value: source?.value ?? null }, errorClass, message);
+    return deadLetterFor(dlqTopic, row.coordinates.topic, row.coordinates.partition, { offset: row.coordinates.offset, key: source?.key ?? null, value: source?.value ?? null, headers: source?.headers }, errorClass, message);
   });
 }
 
@@ -114,6 +114,7 @@ function report(ctx: BatchHandlerContext, outcome: BatchOutcome, letters: DeadLe
   if (outcome.snapshotsWritten > 0) m.rowsWritten.inc({ table: 'resource_versions' }, outcome.snapshotsWritten);
   if (outcome.webhooksWritten > 0) m.rowsWritten.inc({ table: 'webhook_events' }, outcome.webhooksWritten);
   if (outcome.alreadyStored > 0) m.alreadyStored.inc(outcome.alreadyStored);
+  m.allDeadLetters(letters);
   for (const l of letters) {
     m.deadLetters.inc({ topic: l.dlqTopic, error_class: l.errorClass });
     ctx.log.warn('record sent to the DLQ', { dlq: l.dlqTopic, topic: l.sourceTopic, partition: l.sourcePartition, offset: l.sourceOffset, errorClass: l.errorClass, reason: l.errorMessage });

@@ -216,6 +216,10 @@ async function swap(pool: pg.Pool, live: string, fresh: string): Promise<string 
     const exists = (await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [live])).rowCount === 1;
     const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
     const replaced = exists ? `${live.slice(0, 40)}_replaced_${stamp}` : null;
+    // The dead letters are no part of the logs a rebuild reads: they move over, and the sink's
+    // dead-letter group (whose offsets stay where they are) goes on from there.
+    const hasLetters = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'dead_letters'`, [live])).rowCount === 1;
+    if (hasLetters) await client.query(`INSERT INTO ${quoteIdent(fresh)}.dead_letters SELECT * FROM ${quoteIdent(live)}.dead_letters ON CONFLICT DO NOTHING`);
     if (replaced) await client.query(`ALTER SCHEMA ${quoteIdent(live)} RENAME TO ${quoteIdent(replaced)}`);
     await client.query(`ALTER SCHEMA ${quoteIdent(fresh)} RENAME TO ${quoteIdent(live)}`);
     await client.query('COMMIT');

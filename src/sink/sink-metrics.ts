@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { deadLetterCounter } from '../kafka/dead-letter-metrics.js';
+import type { DeadLetter } from '../wire/dead-letter.js';
 
 /** The sink's metrics, prefixed `billing_loader_sink_`, registered on the process registry. */
 export interface SinkMetrics {
@@ -8,6 +10,8 @@ export interface SinkMetrics {
   commitLatency: Histogram;
   lag: Gauge<'topic' | 'partition'>;
   deadLetters: Counter<'topic' | 'error_class'>;
+  /** Counts letters sent, in billing_loader_dead_letters_total{stage="sink"} (deadLetters is counted per letter by the caller). */
+  allDeadLetters: (letters: readonly DeadLetter[]) => void;
   versionGaps: Counter<'resource_type'>;
   lateFills: Counter<'resource_type'>;
   databaseRetries: Counter<'reason'>;
@@ -18,6 +22,7 @@ export function createSinkMetrics(registry: Registry): SinkMetrics {
   const existing = registry.getSingleMetric('billing_loader_sink_rows_written_total');
   if (existing) return cache.get(registry) as SinkMetrics;
   const registers = [registry];
+  const allDeadLetters = deadLetterCounter(registry);
   const metrics: SinkMetrics = {
     rowsWritten: new Counter({ name: 'billing_loader_sink_rows_written_total', help: 'Rows appended to the warehouse, by table', labelNames: ['table'], registers }),
     alreadyStored: new Counter({ name: 'billing_loader_sink_already_stored_total', help: 'Snapshot records skipped because the same version with the same content was already stored (replays)', registers }),
@@ -25,6 +30,7 @@ export function createSinkMetrics(registry: Registry): SinkMetrics {
     commitLatency: new Histogram({ name: 'billing_loader_sink_commit_latency_seconds', help: 'Duration of one batch transaction, BEGIN to COMMIT, in seconds', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers }),
     lag: new Gauge({ name: 'billing_loader_sink_consumer_lag', help: 'Records between the last committed record and the partition end, per input partition', labelNames: ['topic', 'partition'], registers }),
     deadLetters: new Counter({ name: 'billing_loader_sink_dead_letters_total', help: 'Records sent to a DLQ, by DLQ topic and error class', labelNames: ['topic', 'error_class'], registers }),
+    allDeadLetters: (letters) => allDeadLetters('sink', letters),
     versionGaps: new Counter({ name: 'billing_loader_sink_version_gaps_total', help: 'Snapshots written whose version was not the stored maximum + 1 (an upstream bug)', labelNames: ['resource_type'], registers }),
     lateFills: new Counter({ name: 'billing_loader_sink_late_versions_total', help: 'Snapshots written below the stored maximum version, filling an earlier gap', labelNames: ['resource_type'], registers }),
     databaseRetries: new Counter({ name: 'billing_loader_sink_database_retries_total', help: 'Batches retried after a database or broker failure, by reason', labelNames: ['reason'], registers }),

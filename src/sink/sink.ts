@@ -20,6 +20,7 @@ import { createRenewingProducer } from '../kafka/renewing-producer.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
 import { createSinkMetrics } from './sink-metrics.js';
+import { startDeadLetterRecorder } from './dead-letter-recorder.js';
 
 export interface SinkDeps {
   log: Logger;
@@ -50,7 +51,8 @@ export function sinkGroupId(config: Config): string {
  * warehouse in DATABASE_SCHEMA (migrated beforehand by `billing-loader migrate`). One transaction
  * per Kafka batch; offsets committed after the COMMIT, at most once a second (at-least-once
  * delivery, made exactly-once in the warehouse by idempotent writes). Records that cannot be
- * decoded or are refused go to the DLQ matching their topic. stop() commits the pending offsets,
+ * decoded or are refused go to the DLQ matching their topic; every letter of both DLQs, whoever
+ * wrote it, is recorded in the warehouse's dead_letters (dead-letter-recorder.ts). stop() commits the pending offsets,
  * finishes the batch in flight, commits it, and closes.
  */
 export async function startSink(deps: SinkDeps, config: Config, options: SinkOptions = {}): Promise<Running> {
@@ -90,7 +92,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     pool,
     commits,
     registry,
-    deadLetters: createDeadLetterWriter(producer, registry, 'sink', limitOf),
+    deadLetters: createDeadLetterWriter(producer, 'sink', limitOf),
     schema: config.databaseSchema,
     names,
     metrics,
@@ -120,6 +122,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     log,
     health: deps.health,
   });
+  const deadLetterRecorder = await startDeadLetterRecorder({ kafka, registry, pool, schema: config.databaseSchema, topics: [names.webhooksDlq, names.snapshotsDlq], groupId: `${groupId}.dead-letters`, log, health: deps.health });
   log.info('sink started', { groupId, topics: [names.snapshots, names.webhooks], schema: config.databaseSchema });
 
   let stopped: Promise<void> | undefined;
@@ -131,6 +134,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         await commits.flush();
         // stop() waits for the batch in flight, which commits at once when the consumer stops.
         await consumer.stop();
+        await deadLetterRecorder.stop();
         await producer.disconnect();
         await admin.disconnect();
         if (!deps.pool) await pool.end();

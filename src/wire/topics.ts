@@ -82,3 +82,15 @@ export const backfillProgressTopic = (prefix: string) => `${prefix}.backfill.pro
 export function backfillProgressTopicSpec(topic: string): TopicSpec {
   return { topic, numPartitions: 1, configEntries: { 'cleanup.policy': 'compact' } };
 }
+
+/**
+ * The redrive markers: one record per dead letter sent back to its source, keyed by the letter's
+ * id (`<dlq topic>:<partition>:<offset>`), written in the same transaction as the copy. Compacted:
+ * a marker is never replaced, so every one is kept. `billing-loader dlq redrive` reads them to send
+ * no letter twice.
+ */
+export const dlqRedrivesTopic = (prefix: string) => `${prefix}.dlq.redrives`;
+
+export function dlqRedrivesTopicSpec(topic: string): TopicSpec {
+  return { topic, numPartitions: 1, configEntries: { 'cleanup.policy': 'compact' } };
+}

@@ -9,6 +9,7 @@ import { defaultPartitioner } from '../../src/kafka/client.js';
 import { readToEnd } from '../../src/kafka/read-to-end.js';
 import { PIPELINE_PARTITIONS, topicNames } from '../../src/wire/topics.js';
 import type { Registry } from '../../src/registry/registry.js';
+import { readDeadLetter, type StoredDeadLetter } from '../../src/wire/dead-letter.js';
 import type { Simulator } from '../../src/simulator/simulator.js';
 import type { ResourceType } from '../../src/billing-api/resource-types.js';
 import { sinkGroupId } from '../../src/sink/sink.js';
@@ -132,14 +133,14 @@ export async function drainPipeline(args: { kafka: Kafka; config: Config; pool: 
   await waitFor(async () => (await groupLag(kafka, sinkGroupId(config), names.webhooks)) === 0, { timeoutMs, intervalMs: 200, what: 'sink committed every webhook' });
 }
 
-/** The first `count` records of a DLQ topic, decoded (`schemas/dead-letter.avsc`); waits for them. */
-export async function readDeadLetters(kafka: Kafka, registry: Registry, topic: string, count: number): Promise<DeadLetterValue[]> {
-  const letters: DeadLetterValue[] = [];
+/** The first `count` records of a DLQ topic, read in either format (src/wire/dead-letter.ts); waits for them. */
+export async function readDeadLetters(kafka: Kafka, registry: Registry, topic: string, count: number): Promise<StoredDeadLetter[]> {
+  const letters: StoredDeadLetter[] = [];
   const consumer = kafka.consumer({ groupId: `dlq-reader-${uniqueSuffix()}`, readUncommitted: false });
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void letters.push((await registry.decode(message.value as Buffer)) as DeadLetterValue) });
+    await consumer.run({ eachMessage: async ({ partition, message }) => void letters.push(await readDeadLetter({ topic, partition, offset: message.offset }, message, (v) => registry.decode(v))) });
     await waitFor(() => letters.length >= count, { timeoutMs: 30_000, what: `${count} dead letters in ${topic}` });
   } finally {
     await consumer.disconnect();
@@ -148,15 +149,13 @@ export async function readDeadLetters(kafka: Kafka, registry: Registry, topic: s
 }
 
 /**
- * Every record of a DLQ topic, decoded, read-committed to its current end. For a DLQ the enricher
+ * Every record of a DLQ topic, read in either format, read-committed to its current end. For a DLQ the enricher
  * writes in transactions, whose commit markers make a record count from offsets too high.
  */
-export async function readAllDeadLetters(kafka: Kafka, registry: Registry, topic: string): Promise<DeadLetterValue[]> {
-  const values: Buffer[] = [];
-  await readToEnd(kafka, topic, (_partition, m) => {
-    if (m.value) values.push(m.value);
-  });
-  return Promise.all(values.map(async (v) => (await registry.decode(v)) as DeadLetterValue));
+export async function readAllDeadLetters(kafka: Kafka, registry: Registry, topic: string): Promise<StoredDeadLetter[]> {
+  const messages: { partition: number; message: import('kafkajs').KafkaMessage }[] = [];
+  await readToEnd(kafka, topic, (partition, message) => void messages.push({ partition, message }));
+  return Promise.all(messages.map(({ partition, message }) => readDeadLetter({ topic, partition, offset: message.offset }, message, (v) => registry.decode(v))));
 }
 
 /**
@@ -170,29 +169,19 @@ export async function unexpectedDeadLetters(args: { kafka: Kafka; registry: Regi
   const unexpected: string[] = [];
   let notFoundGiveUps = 0;
   for (const letter of await readAllDeadLetters(kafka, registry, names.webhooksDlq)) {
-    const what = `${letter.stage} ${letter.error_class}: ${letter.error_message}`;
-    if (letter.stage !== 'enricher' || letter.error_class !== 'not-found') {
+    const what = `${letter.stage} ${letter.errorClass}: ${letter.errorMessage}`;
+    if (letter.stage !== 'enricher' || letter.errorClass !== 'not-found') {
       unexpected.push(what);
       continue;
     }
-    const request = JSON.parse(Buffer.from(letter.source_value as Buffer).toString()) as { type: ResourceType; id: string };
+    const request = JSON.parse((letter.value as Buffer).toString()) as { type: ResourceType; id: string };
     const history = sim.history(request.type, request.id);
     const { rows } = await pool.query(`SELECT 1 FROM ${quoteIdent(config.databaseSchema)}.resource_versions WHERE resource_type = $1 AND resource_id = $2`, [request.type, request.id]);
     if ((history === undefined || history.deleted) && rows.length === 0) notFoundGiveUps++;
     else unexpected.push(`${what} (${request.type} ${request.id} exists or has versions)`);
   }
-  for (const letter of await readAllDeadLetters(kafka, registry, names.snapshotsDlq)) unexpected.push(`${letter.stage} ${letter.error_class}: ${letter.error_message}`);
+  for (const letter of await readAllDeadLetters(kafka, registry, names.snapshotsDlq)) unexpected.push(`${letter.stage} ${letter.errorClass}: ${letter.errorMessage}`);
   return { notFoundGiveUps, unexpected };
-}
-
-export interface DeadLetterValue {
-  source_topic: string;
-  source_partition: number;
-  source_offset: number;
-  source_value: Buffer | null;
-  stage: string;
-  error_class: string;
-  error_message: string;
 }
 
 /** Records in both DLQ topics. */

@@ -233,10 +233,10 @@ describe('bad-input sweep against a running pipeline', () => {
     const all = await readAllDeadLetters(kafka, registry, names.webhooksDlq);
     const givenUp = all.filter((l) => l.stage === 'enricher');
     expect(givenUp.length).toBeGreaterThan(0);
-    expect(new Set(givenUp.map((l) => `${l.error_class} ${l.source_topic}`))).toEqual(new Set([`not-found ${enricherTopics(config.topicPrefix).requests}`]));
+    expect(new Set(givenUp.map((l) => `${l.errorClass} ${l.sourceTopic}`))).toEqual(new Set([`not-found ${enricherTopics(config.topicPrefix).requests}`]));
     const letters = all.filter((l) => l.stage !== 'enricher');
-    expect(letters.map((l) => ({ stage: l.stage, errorClass: l.error_class, topic: l.source_topic }))).toEqual(deadLettered.map(() => ({ stage: 'sink', errorClass: 'rejected-by-database', topic: names.webhooks })));
-    const sources = await Promise.all(letters.map(async (l) => ((await registry.decode(l.source_value as Buffer)) as { body: string }).body));
+    expect(letters.map((l) => ({ stage: l.stage, errorClass: l.errorClass, topic: l.sourceTopic }))).toEqual(deadLettered.map(() => ({ stage: 'sink', errorClass: 'rejected-by-database', topic: names.webhooks })));
+    const sources = await Promise.all(letters.map(async (l) => ((await registry.decode(l.value as Buffer)) as { body: string }).body));
     expect(sources.sort()).toEqual(deadLettered.map((c) => c.body).sort());
     expect(await topicRecordCount(kafka, names.snapshotsDlq)).toBe(0);
   }, 90_000);

@@ -7,7 +7,7 @@ import { readToEnd } from '../../src/kafka/read-to-end.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { silentLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/registry/registry.js';
-import { deadLetterFor } from '../../src/wire/dead-letter.js';
+import { deadLetterFor, readDeadLetter, type StoredDeadLetter } from '../../src/wire/dead-letter.js';
 import { testConfig } from '../helpers/environment.js';
 
 const config = testConfig();
@@ -36,23 +36,17 @@ describe('dead letters against the DLQ size limit', () => {
     const source = `${config.topicPrefix}.sizes`;
     const letters = Array.from({ length: 40 }, (_, i) => deadLetterFor(dlq, source, 0, { offset: String(i), key: Buffer.from(`k${i}`), value: Buffer.alloc(2000, 97) }, 'schema', `bad record ${i}`));
     letters.push(deadLetterFor(dlq, source, 0, { offset: '40', key: Buffer.from('k40'), value: Buffer.alloc(50_000, 98) }, 'schema', 'bad record 40'));
-    await createDeadLetterWriter(producer, registry, 'sink', limitOf).send(letters);
+    await createDeadLetterWriter(producer, 'sink', limitOf).send(letters);
 
-    const read: { offset: number; value: Buffer | null; message: string }[] = [];
-    const decoding: Promise<void>[] = [];
-    await readToEnd(kafka, dlq, (_p, m) => {
-      decoding.push(
-        registry.decode(m.value as Buffer).then((d) => {
-          const letter = d as { source_offset: number; source_value: Buffer | null; error_message: string };
-          read.push({ offset: letter.source_offset, value: letter.source_value, message: letter.error_message });
-        }),
-      );
+    const read: StoredDeadLetter[] = [];
+    const reading: Promise<void>[] = [];
+    await readToEnd(kafka, dlq, (partition, m) => {
+      reading.push(readDeadLetter({ topic: dlq, partition, offset: m.offset }, m, (v) => registry.decode(v)).then((l) => void read.push(l)));
     });
-    await Promise.all(decoding);
-    read.sort((a, b) => a.offset - b.offset);
-    expect(read.map((r) => r.offset)).toEqual(Array.from({ length: 41 }, (_, i) => i));
-    expect(read.slice(0, 40).every((r) => r.value?.length === 2000)).toBe(true);
-    expect(read[40]?.value).toBeNull();
-    expect(read[40]?.message).toMatch(/^bad record 40 \(source value of 50000 bytes not kept: .*16384 bytes.*\)$/);
+    await Promise.all(reading);
+    read.sort((a, b) => Number(a.sourceOffset) - Number(b.sourceOffset));
+    expect(read.map((r) => Number(r.sourceOffset))).toEqual(Array.from({ length: 41 }, (_, i) => i));
+    expect(read.slice(0, 40).every((r) => r.value?.length === 2000 && r.valueDroppedBytes === 0)).toBe(true);
+    expect(read[40]).toMatchObject({ value: null, valueDroppedBytes: 50_000, key: Buffer.from('k40'), errorMessage: 'bad record 40' });
   });
 });

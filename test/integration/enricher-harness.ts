@@ -6,6 +6,7 @@ import { createHealth } from '../../src/health.js';
 import { startEnricher } from '../../src/enricher/enricher.js';
 import type { ResourceReader } from '../../src/enricher/resource-reader.js';
 import type { SnapshotRecord } from '../../src/wire/snapshot-record.js';
+import { readDeadLetter, type StoredDeadLetter } from '../../src/wire/dead-letter.js';
 import { startIngress, type RunningIngress } from '../../src/ingress/ingress.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
 import { enricherTopics } from '../../src/wire/topics.js';
@@ -28,7 +29,7 @@ export interface EnricherHarness {
   /** Snapshot records published so far (read-committed), in topic order per partition. */
   snapshots: SnapshotRecord[];
   /** DLQ records of the webhooks DLQ, decoded. */
-  deadLetters: Record<string, unknown>[];
+  deadLetters: StoredDeadLetter[];
   /**
    * Resolves once the fetcher has processed every request written before the call: one
    * sentinel request per partition (ids picked with the producer's own partitioner), each
@@ -88,15 +89,14 @@ export async function startEnricherHarness(
 
   const names = topicNames(config.topicPrefix);
   const snapshots: SnapshotRecord[] = [];
-  const deadLetters: Record<string, unknown>[] = [];
+  const deadLetters: StoredDeadLetter[] = [];
   const collector: Consumer = kafka.consumer({ groupId: `collector-${uniqueSuffix()}`, readUncommitted: false });
   await collector.connect();
   await collector.subscribe({ topics: [names.snapshots, names.webhooksDlq], fromBeginning: true });
   await collector.run({
-    eachMessage: async ({ topic, message }) => {
-      const value = (await registry.decode(message.value as Buffer)) as Record<string, unknown>;
-      if (topic === names.snapshots) snapshots.push(value as unknown as SnapshotRecord);
-      else deadLetters.push(value);
+    eachMessage: async ({ topic, partition, message }) => {
+      if (topic === names.snapshots) snapshots.push((await registry.decode(message.value as Buffer)) as SnapshotRecord);
+      else deadLetters.push(await readDeadLetter({ topic, partition, offset: message.offset }, message, (v) => registry.decode(v)));
     },
   });
 

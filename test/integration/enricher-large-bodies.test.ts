@@ -52,12 +52,12 @@ it('splits big outputs into sends that fit, and dead-letters a body that never f
   await producer.send({ topic: requests, acks: -1, messages: ids.map((id) => encodeFetchRequest({ type: 'Customer', id, eventId: `e-${id}`, event: 'CustomerChanged', receivedAt: now, source: null })) });
   await producer.disconnect();
 
-  await waitFor(() => h.deadLetters.some((d) => String(d.source_key) === `Customer:${huge}`), { timeoutMs: 90_000, what: 'the 2 MiB body dead-lettered' });
+  await waitFor(() => h.deadLetters.some((d) => String(d.key) === `Customer:${huge}`), { timeoutMs: 90_000, what: 'the 2 MiB body dead-lettered' });
   const versioned = () => new Set(h.snapshots.map((s) => s.resource_id));
   await waitFor(() => customers.every((id) => versioned().has(id)), { timeoutMs: 90_000, what: 'every 4 KB resource versioned' });
   await h.flushEnricher(); // the partition is not stuck behind either
   expect(h.versionsOf('Customer', huge)).toEqual([]);
-  const letter = h.deadLetters.find((d) => String(d.source_key) === `Customer:${huge}`);
-  expect(letter).toMatchObject({ error_class: 'snapshot-too-large', stage: 'enricher' });
+  const letter = h.deadLetters.find((d) => String(d.key) === `Customer:${huge}`);
+  expect(letter).toMatchObject({ errorClass: 'snapshot-too-large', stage: 'enricher', format: 'headers' });
   expect(h.deadLetters).toHaveLength(1);
 });

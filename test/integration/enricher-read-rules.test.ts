@@ -55,7 +55,7 @@ const signupsRead = async () => {
   await h.flushEnricher();
 };
 
-const lettersFor = (id: string) => h.deadLetters.filter((d) => Buffer.from(d.source_value as Buffer).toString().includes(id));
+const lettersFor = (id: string) => h.deadLetters.filter((d) => String(d.value).includes(id));
 
 describe('enricher: a 404 of a resource never seen', () => {
   it('is read again with backoff, so a contract that answers 404 right after ContractCreated still gets its first version', async () => {
@@ -73,8 +73,8 @@ describe('enricher: a 404 of a resource never seen', () => {
     const forged = 'forged-0000000000read-rules';
     h.sim.emit({ Event: 'ContractChanged', ContractId: forged });
     await waitFor(() => lettersFor(forged).length === 1, { what: 'give-up dead letter', timeoutMs: 30_000 });
-    expect(lettersFor(forged)[0]).toMatchObject({ stage: 'enricher', error_class: 'not-found', source_topic: enricherTopics(h.config.topicPrefix).requests });
-    expect(String(lettersFor(forged)[0]?.error_message)).toContain('404');
+    expect(lettersFor(forged)[0]).toMatchObject({ stage: 'enricher', errorClass: 'not-found', sourceTopic: enricherTopics(h.config.topicPrefix).requests });
+    expect(String(lettersFor(forged)[0]?.errorMessage)).toContain('404');
     expect(reads.get(forged)).toBeGreaterThanOrEqual(2);
     expect(h.versionsOf('Contract', forged)).toEqual([]);
     expect(await h.metricsText()).toMatch(/billing_loader_enricher_given_up_total\{type="Contract",reason="not-found"\} [1-9]/);
@@ -130,8 +130,8 @@ describe('enricher: an answer it cannot read', () => {
     await waitFor(() => h.versionsOf('Contract', other.contractId).length === 1, { what: 'other work goes on' });
     await waitFor(() => lettersFor(stuck.contractId).length >= 1, { what: 'unreadable dead letter', timeoutMs: 30_000 });
     expect(lettersFor(stuck.contractId)).toHaveLength(1);
-    expect(lettersFor(stuck.contractId)[0]).toMatchObject({ stage: 'enricher', error_class: 'unreadable-body' });
-    expect(String(lettersFor(stuck.contractId)[0]?.error_message)).toContain('not JSON');
+    expect(lettersFor(stuck.contractId)[0]).toMatchObject({ stage: 'enricher', errorClass: 'unreadable-body' });
+    expect(String(lettersFor(stuck.contractId)[0]?.errorMessage)).toContain('not JSON');
     expect((reads.get(stuck.contractId) ?? 0) - before).toBe(3);
     expect(await h.metricsText()).toMatch(/billing_loader_enricher_given_up_total\{type="Contract",reason="unreadable-body"\} [1-9]/);
     expect(h.versionsOf('Contract', stuck.contractId)).toHaveLength(1);
@@ -150,7 +150,7 @@ describe('enricher: an answer it cannot read', () => {
       h.sim.setFaults({ unreadableRate: 0 });
     }
     expect(lettersFor(s.contractId)).toHaveLength(1);
-    expect(lettersFor(s.contractId)[0]).toMatchObject({ error_class: 'unreadable-body' });
+    expect(lettersFor(s.contractId)[0]).toMatchObject({ errorClass: 'unreadable-body' });
     h.sim.billing.changePlan(s.contractId, 1);
     await waitFor(() => h.versionsOf('Contract', s.contractId).length === 2, { what: 'v2 once the API answers JSON again' });
   });

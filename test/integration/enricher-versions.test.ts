@@ -72,8 +72,8 @@ describe('enricher: exact versions from the real API', () => {
     const s = h.sim.billing.signup();
     await waitFor(() => h.versionsOf('Contract', s.contractId).length === 1, { what: 'later signup' });
     await waitFor(() => h.deadLetters.length === 1, { what: 'give-up after the not-found window' });
-    expect(h.deadLetters[0]).toMatchObject({ error_class: 'not-found' });
-    expect(Buffer.from(h.deadLetters[0]?.source_value as Buffer).toString()).toContain('forged-000000000000000000');
+    expect(h.deadLetters[0]).toMatchObject({ errorClass: 'not-found', stage: 'enricher' });
+    expect(String(h.deadLetters[0]?.value)).toContain('forged-000000000000000000');
     expect(h.versionsOf('Contract', 'forged-000000000000000000')).toEqual([]);
   });
 });

@@ -5,7 +5,11 @@ import { silentLogger } from '../../src/log.js';
 import { secureKafkaAccess, type SecureKafkaAccess } from '../../src/stack/kafka-service.js';
 import { freePort } from '../helpers/free-port.js';
 import { nativeKafka, startPrivateKafka, type PrivateService } from '../faults/private-services.js';
+import { quoteIdent } from '../../src/db/pool.js';
+import { createDeadLetterWriter } from '../../src/kafka/dead-letters.js';
+import { deadLetterFor } from '../../src/wire/dead-letter.js';
 import { runCli } from '../helpers/cli.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { uniqueSuffix } from '../helpers/environment.js';
 import { drainPipeline } from '../helpers/pipeline-drain.js';
 import { startSimulatedPipeline } from '../helpers/simulated-pipeline.js';
@@ -25,8 +29,9 @@ function runGrants(p: string): Grant[] {
     [Res.TOPIC, `${p}.webhooks`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.snapshots`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     // Every writer reads the largest record each topic it writes accepts (DescribeConfigs).
-    [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
-    [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.WRITE]],
+    // The sink also reads both DLQs back, to record every letter in the warehouse.
+    [Res.TOPIC, `${p}.webhooks.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
+    [Res.TOPIC, `${p}.snapshots.dlq`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.requests`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.heads`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
     [Res.TOPIC, `${p}.enricher.delayed`, LITERAL, [Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.READ, Op.WRITE]],
@@ -35,6 +40,7 @@ function runGrants(p: string): Grant[] {
     [Res.GROUP, `${p}.enricher.fetcher`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.enricher.delayed`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.sink`, LITERAL, [Op.READ, Op.DESCRIBE]],
+    [Res.GROUP, `${p}.sink.dead-letters`, LITERAL, [Op.READ, Op.DESCRIBE]],
     [Res.GROUP, `${p}.enricher.heads.read.`, PREFIXED, [Op.READ, Op.DESCRIBE, Op.DELETE]],
     // The fetcher's transactional producers, one per requests partition.
     [Res.TRANSACTIONAL_ID, `${p}.enricher.requests.fetcher.`, PREFIXED, [Op.WRITE, Op.DESCRIBE]],
@@ -82,6 +88,13 @@ describe.skipIf(!nativeKafka)('Kafka ACLs of billing-loader run', () => {
       const truth = await compareWarehouseToTruth(run.pool, run.config.databaseSchema, run.sim);
       expect(truth.problems).toEqual([]);
       expect(truth.objects).toBeGreaterThanOrEqual(run.sim.ids('Contract').length + run.sim.ids('Customer').length);
+      // The sink reads the DLQs back into dead_letters with the same grants.
+      const producer = run.kafka.producer();
+      await producer.connect();
+      await createDeadLetterWriter(producer, 'enricher', () => 1_000_000).send([deadLetterFor(`${prefix}.webhooks.dlq`, `${prefix}.enricher.requests`, 0, { offset: '0', key: null, value: null }, 'not-found', 'acl-probe')]);
+      await producer.disconnect();
+      const probe = `SELECT count(*)::int AS n FROM ${quoteIdent(run.config.databaseSchema)}.dead_letters WHERE error_message = 'acl-probe'`;
+      await waitFor(async () => (await run.pool.query<{ n: number }>(probe)).rows[0]?.n === 1, { what: 'the probe letter recorded' });
     } finally {
       await run.stop();
     }

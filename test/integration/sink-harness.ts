@@ -14,6 +14,7 @@ import { createLogger, type Logger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createRegistry, type Registry } from '../../src/registry/registry.js';
 import { startSink, type SinkOptions } from '../../src/sink/sink.js';
+import { readDeadLetter, type StoredDeadLetter } from '../../src/wire/dead-letter.js';
 
 /**
  * What the sink's integration tests share: a migrated private schema, private topics, the
@@ -215,29 +216,17 @@ export async function metricValue(metrics: ReturnType<typeof createMetrics>, nam
   return values.filter((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val)).reduce((sum, v) => sum + v.value, 0);
 }
 
-export interface DecodedDeadLetter {
-  source_topic: string;
-  source_partition: number;
-  source_offset: number;
-  source_key: Buffer | null;
-  source_value: Buffer | null;
-  stage: string;
-  error_class: string;
-  error_message: string;
-  failed_at: number;
-}
-
 /** Reads a DLQ topic from the beginning until `count` dead letters arrived (or the wait times out). */
-export async function readDeadLetters(h: SinkHarness, topic: string, count: number): Promise<DecodedDeadLetter[]> {
+export async function readDeadLetters(h: SinkHarness, topic: string, count: number): Promise<StoredDeadLetter[]> {
   const { waitFor } = await import('../helpers/wait-for.js');
-  const letters: DecodedDeadLetter[] = [];
+  const letters: StoredDeadLetter[] = [];
   const consumer = h.kafka.consumer({ groupId: `${h.config.topicPrefix}.dlq-reader.${randomUUID()}` });
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
-      eachMessage: async ({ message }) => {
-        letters.push((await h.registry.decode(message.value as Buffer)) as DecodedDeadLetter);
+      eachMessage: async ({ partition, message }) => {
+        letters.push(await readDeadLetter({ topic, partition, offset: message.offset }, message, (v) => h.registry.decode(v)));
       },
     });
     await waitFor(() => letters.length >= count, { what: `${count} dead letters in ${topic}`, timeoutMs: 30_000 });

@@ -41,15 +41,15 @@ describe('sink: a poison record reaches the DLQ and the sink goes on (docs/CONTR
     expect(rows.map((r) => r.resource_id)).toEqual(['after', 'before']);
 
     const snapshotLetters = await readDeadLetters(h, h.names.snapshotsDlq, 4);
-    const byKey = new Map(snapshotLetters.map((l) => [l.source_key?.toString(), l]));
-    expect(byKey.get('Invoice:garbage')).toMatchObject({ error_class: 'decode', source_topic: h.names.snapshots, stage: 'sink', source_value: Buffer.from('this is not Avro') });
-    expect(byKey.get('Invoice:truncated')).toMatchObject({ error_class: 'decode' });
-    expect(byKey.get('Invoice:bad-event-id')).toMatchObject({ error_class: 'invalid-record', error_message: expect.stringContaining('not a UUID') });
-    expect(byKey.get('Invoice:nul-escape')).toMatchObject({ error_class: 'rejected-by-database', error_message: expect.stringMatching(/SQLSTATE 22/) });
-    for (const l of snapshotLetters) expect(l.source_offset).toBeGreaterThanOrEqual(0);
+    const byKey = new Map(snapshotLetters.map((l) => [l.key?.toString(), l]));
+    expect(byKey.get('Invoice:garbage')).toMatchObject({ format: 'headers', errorClass: 'decode', sourceTopic: h.names.snapshots, stage: 'sink', value: Buffer.from('this is not Avro') });
+    expect(byKey.get('Invoice:truncated')).toMatchObject({ errorClass: 'decode' });
+    expect(byKey.get('Invoice:bad-event-id')).toMatchObject({ errorClass: 'invalid-record', errorMessage: expect.stringContaining('not a UUID') });
+    expect(byKey.get('Invoice:nul-escape')).toMatchObject({ errorClass: 'rejected-by-database', errorMessage: expect.stringMatching(/SQLSTATE 22/) });
+    for (const l of snapshotLetters) expect(Number(l.sourceOffset)).toBeGreaterThanOrEqual(0);
 
     const webhookLetters = await readDeadLetters(h, h.names.webhooksDlq, 1);
-    expect(webhookLetters[0]).toMatchObject({ error_class: 'decode', source_topic: h.names.webhooks });
+    expect(webhookLetters[0]).toMatchObject({ errorClass: 'decode', sourceTopic: h.names.webhooks });
     await sink.stop();
   });
 });

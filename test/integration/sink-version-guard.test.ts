@@ -39,7 +39,7 @@ describe('sink: the version guard (docs/CONTRACT.md property 3)', () => {
     expect(await metricValue(sink.metrics, 'billing_loader_sink_already_stored_total')).toBe(1);
 
     const letters = await readDeadLetters(h, h.names.snapshotsDlq, 2);
-    expect(letters.map((l) => [l.error_class, l.source_key?.toString(), l.stage, l.source_topic]).sort()).toEqual([
+    expect(letters.map((l) => [l.errorClass, l.key?.toString(), l.stage, l.sourceTopic]).sort()).toEqual([
       ['duplicate-content', 'Order:same', 'sink', h.names.snapshots],
       ['version-conflict', 'Order:conflict', 'sink', h.names.snapshots],
     ]);

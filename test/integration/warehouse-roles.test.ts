@@ -89,22 +89,24 @@ describe('warehouse roles', () => {
         }
       }
       await expect(q(`CREATE TABLE ${s}.mine (x int)`)).rejects.toMatchObject(denied);
+      await expect(q(`INSERT INTO ${s}.dead_letters (dlq_topic, dlq_partition, dlq_offset, stage, error_class, error_message, source_topic, source_partition, source_offset, failed_at) VALUES ('d', 0, 0, 'sink', 'decode', '', 's', 0, 0, now())`)).rejects.toMatchObject(denied);
     });
   });
 
-  it('the analyst reads every view and <t>_as_of function of the analyst layer, and no table but webhook_events', async () => {
+  it('the analyst reads every view and <t>_as_of function of the analyst layer, and no table but webhook_events and dead_letters', async () => {
     const views = await pool.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.views WHERE table_schema = $1 ORDER BY 1`, [config.databaseSchema]);
     const metricViews = (await loadMetricViewsSql()).views;
     const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)]), ...metricViews].sort();
     // resource_heads: the writer's view of current_facts, not the analyst's.
     expect(views.rows.map((r) => r.name)).toEqual([...expected, 'resource_heads'].sort());
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
-    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
+    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
       for (const type of RESOURCE_TYPES) await q(`SELECT * FROM ${s}.${quoteIdent(asOfFunction(type))}(now())`);
       expect(await q(`SELECT resource_id, customer_id FROM ${s}.contract_as_of(now())`)).toEqual([{ resource_id: 'c-1', customer_id: 'cu' }]);
       await q(`SELECT * FROM ${s}.contract_counts_as_of(now())`);
+      await q(`SELECT * FROM ${s}.dead_letters`);
       const denied = { code: '42501' };
       for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
@@ -119,6 +121,9 @@ describe('warehouse roles', () => {
 
   it('the writer appends to both tables, and its appends move the heads behind <t>_current', async () => {
     await as(WRITER_ROLE, async (q) => {
+      // The sink records dead letters as the writer: it appends, and changes nothing it wrote.
+      await q(`INSERT INTO ${s}.dead_letters (dlq_topic, dlq_partition, dlq_offset, stage, error_class, error_message, source_topic, source_partition, source_offset, failed_at) VALUES ('w', 0, 0, 'sink', 'decode', '', 's', 0, 0, now()) ON CONFLICT DO NOTHING`);
+      await expect(q(`DELETE FROM ${s}.dead_letters`)).rejects.toMatchObject({ code: '42501' });
       await q(`INSERT INTO ${s}.webhook_events VALUES (gen_random_uuid(), 'X', now(), '{}')`);
       await q(
         `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset) VALUES ('Order','o',1,now(),true,null,'deleted','{}','{}',0,0)`,
