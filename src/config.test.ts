@@ -13,7 +13,7 @@ const SERVICES = { KAFKA_BROKERS: '127.0.0.1:9092', SCHEMA_REGISTRY_URL: 'http:/
 
 describe('loadConfig', () => {
   it('requires the connection settings when the caller gives no defaults, naming the first one missing', () => {
-    expect(() => loadConfig({})).toThrow(/^KAFKA_BROKERS: not set \(the billing-loader commands default it to the local stack/);
+    expect(() => loadConfig({})).toThrow(/^KAFKA_BROKERS: not set; this command needs it \(only stack, demo and simulate default it to the local stack\)$/);
     expect(() => loadConfig({ KAFKA_BROKERS: 'k:1' })).toThrow(/^SCHEMA_REGISTRY_URL: not set/);
     expect(() => loadConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' })).toThrow(/^DATABASE_URL: not set/);
   });

@@ -24,14 +24,17 @@ export interface ConnectionDefaults {
 }
 
 interface DefaultContext {
-  /** Given by the caller: the CLI passes the local stack's (src/cli/cli-config.ts); a library user passes none. */
-  connections?: ConnectionDefaults;
+  /**
+   * Given by the caller: the local stack's for `stack`, `demo` and `simulate` (src/cli/cli-config.ts);
+   * none for the settings a production command reads, nor for a library user.
+   */
+  connections?: Partial<ConnectionDefaults>;
 }
 
 /** A connection setting's default, or a one-line error naming it when the caller has none. */
 function connection(c: DefaultContext, variable: keyof ConnectionDefaults): string {
   const value = c.connections?.[variable];
-  if (value === undefined) throw new ConfigError(variable, 'not set (the billing-loader commands default it to the local stack of `billing-loader stack up`)');
+  if (value === undefined) throw new ConfigError(variable, 'not set; this command needs it (only stack, demo and simulate default it to the local stack)');
   return value;
 }
 
@@ -162,8 +165,8 @@ function logLevel(raw: string): LogLevel {
 }
 
 export const options = {
-  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(connection(c, 'KAFKA_BROKERS')), parse: brokers }),
-  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => connection(c, 'SCHEMA_REGISTRY_URL'), parse: url }),
+  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "required (demo: the local stack's)", default: (c) => brokers(connection(c, 'KAFKA_BROKERS')), parse: brokers }),
+  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "required (demo: the local stack's)", default: (c) => connection(c, 'SCHEMA_REGISTRY_URL'), parse: url }),
   kafkaSsl: defaulted({ env: 'KAFKA_SSL', description: 'connect to Kafka over TLS: true or false', defaultText: 'false', default: () => false, parse: bool }),
   kafkaSslCaFile: optional({ env: 'KAFKA_SSL_CA_FILE', description: "PEM file of the CA(s) that signed the brokers' certificates (unset: the system's trusted CAs)", parse: readableFile }),
   kafkaSslCertFile: optional({ env: 'KAFKA_SSL_CERT_FILE', description: 'PEM client certificate, for brokers that require mutual TLS (with KAFKA_SSL_KEY_FILE)', parse: readableFile }),
@@ -174,7 +177,7 @@ export const options = {
   schemaRegistryUsername: optional({ env: 'SCHEMA_REGISTRY_USERNAME', description: 'schema registry HTTP basic auth user (with SCHEMA_REGISTRY_PASSWORD)', parse: str }),
   schemaRegistryPassword: optional({ env: 'SCHEMA_REGISTRY_PASSWORD', description: 'schema registry HTTP basic auth password', parse: str, secret: true }),
   schemaRegistryCaFile: optional({ env: 'SCHEMA_REGISTRY_CA_FILE', description: "PEM file of the CA(s) that signed an https SCHEMA_REGISTRY_URL's certificate (unset: the system's trusted CAs)", parse: readableFile }),
-  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => connection(c, 'DATABASE_URL'), parse: postgresUrl, secret: true }),
+  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "required (demo: the local stack's)", default: (c) => connection(c, 'DATABASE_URL'), parse: postgresUrl, secret: true }),
   migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
@@ -282,7 +285,7 @@ export type Config = {
  * spread and overridden); the logger redacts them by name (src/log.ts). `defaults.connections`
  * fills KAFKA_BROKERS, SCHEMA_REGISTRY_URL and DATABASE_URL when unset; without it they are required.
  */
-export function loadConfig(env: Env, defaults: { connections?: ConnectionDefaults } = {}): Config {
+export function loadConfig(env: Env, defaults: { connections?: Partial<ConnectionDefaults> } = {}): Config {
   const ctx: DefaultContext = { connections: defaults.connections };
   const config: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(options) as [string, OptionSpec<unknown>][]) {

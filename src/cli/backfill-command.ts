@@ -29,7 +29,7 @@ export function registerBackfill(program: Command): void {
     .addHelpText('after', '\nThe enricher must be running (or run later) to turn the backfilled objects into versions.')
     .addHelpText('after', environmentHelp('backfill'))
     .action(async (opts: { types?: ResourceType[]; restart?: boolean; pageSize?: number }) => {
-      const config = await cliConfig();
+      const config = await cliConfig('backfill');
       const apiOptions = billingApiClientOptions(config);
       const log = createLogger(config.logLevel);
       const api = createBillingApiClient({ ...apiOptions, logger: log });

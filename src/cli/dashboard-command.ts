@@ -15,7 +15,7 @@ export function registerDashboard(program: Command): void {
         '\n\nServes the page, its JSON endpoints (/api/...), GET /healthz and /readyz on DASHBOARD_PORT; with OPS_PORT, /readyz with reasons and\n/metrics there too. It reads the warehouse as billing_loader_analyst in read-only transactions, whatever login\nDASHBOARD_DATABASE_URL (default DATABASE_URL) names: that login must be a member of billing_loader_analyst.',
     )
     .action(async () => {
-      const config = await cliConfig();
+      const config = await cliConfig('dashboard');
       const c = composeComponents(config, { clientId: 'billing-loader-dashboard' });
       let port = 0;
       await startOrStop(c, async () => {

@@ -39,7 +39,7 @@ export function registerDemo(program: Command): void {
     .addHelpText('after', environmentHelp('demo'))
     .action(async (opts: { duration: number; seed?: number }) => {
       const env = await cliEnvironment();
-      const config = await cliConfig(env);
+      const config = await cliConfig('demo', env);
       const configured = Boolean(env.KAFKA_BROKERS || env.SCHEMA_REGISTRY_URL || env.DATABASE_URL);
       if (!configured) {
         const dir = config.stackDir;

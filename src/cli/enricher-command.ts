@@ -13,7 +13,7 @@ export function registerEnricher(program: Command): void {
       environmentHelp('enricher'),
     )
     .action(async () => {
-      const config = await cliConfig();
+      const config = await cliConfig('enricher');
       const c = composeComponents(config, { clientId: 'billing-loader-enricher' });
       const reader = c.billingApi();
       const opsPort = config.opsPort ?? config.enricherPort;

@@ -11,7 +11,7 @@ export function registerIngress(program: Command): void {
     .addHelpText('after', environmentHelp('ingress'))
     .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
     .action(async () => {
-      const config = await cliConfig();
+      const config = await cliConfig('ingress');
       const c = composeComponents(config, { clientId: 'billing-loader-ingress' });
       const running = await startIngress(c, config);
       c.onStop(() => running.stop());

@@ -24,7 +24,7 @@ export function registerRepartition(program: Command): void {
         '  billing-loader repartition --partitions 12',
     )
     .action(async (opts: { partitions?: number }) => {
-      const config = await cliConfig();
+      const config = await cliConfig('repartition');
       const log = createLogger(config.logLevel).child({ component: 'repartition' });
       const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-repartition', log });
       const report = await repartitionEnricherTopics(kafka, config.topicPrefix, { ...(opts.partitions !== undefined ? { partitions: opts.partitions } : {}), progress: (line) => console.error(line) });

@@ -13,7 +13,7 @@ export function registerRun(program: Command): void {
       environmentHelp('run'),
     )
     .action(async () => {
-      const config = await cliConfig();
+      const config = await cliConfig('run');
       const c = composeComponents(config, { clientId: 'billing-loader' });
       const reader = c.billingApi();
       let ingressPort = 0;

@@ -14,7 +14,7 @@ export function registerSink(program: Command): void {
         '\n\nServes GET /healthz, /readyz and /metrics on OPS_PORT, else SINK_PORT. Records that cannot be decoded or are refused go to\n<prefix>.snapshots.dlq or <prefix>.webhooks.dlq (the one matching their topic).',
     )
     .action(async () => {
-      const config = await cliConfig();
+      const config = await cliConfig('sink');
       const c = composeComponents(config, { clientId: 'billing-loader-sink' });
       const opsPort = config.opsPort ?? config.sinkPort;
       await startOrStop(c, async () => {

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+
+/** The environment without the connection settings the test run itself was given. */
+const WITHOUT_CONNECTIONS = { KAFKA_BROKERS: undefined, SCHEMA_REGISTRY_URL: undefined, DATABASE_URL: undefined, STACK_DIR: '/nonexistent-stack-dir', LOG_LEVEL: 'error' };
+
+/** The lines of a CLI's stderr that are not JSON log lines. */
+function plainLines(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{'));
+}
+
+describe('settings a production command cannot start without', () => {
+  it.each([
+    ['sink', 'KAFKA_BROKERS'],
+    ['ingress', 'KAFKA_BROKERS'],
+    ['migrate', 'DATABASE_URL'],
+  ])('%s exits 2 at once, naming the missing %s, instead of reaching for the local stack', async (command, variable) => {
+    const { code, stderr } = await runCli([command], WITHOUT_CONNECTIONS, 30_000);
+    expect(code, stderr).toBe(2);
+    expect(plainLines(stderr)).toEqual([expect.stringMatching(new RegExp(`^billing-loader: ${variable}: not set; this command needs it`))]);
+  });
+});
