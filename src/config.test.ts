@@ -63,6 +63,14 @@ describe('loadConfig', () => {
     expect(withoutPassword('postgres://u:pw-value@h:5432/d')).toBe('postgres://u:****@h:5432/d');
   });
 
+  it('reads INGRESS_TOKEN as a comma-separated list, so a token can be rotated; each one checked', () => {
+    expect(loadConfig({ ...SERVICES, INGRESS_TOKEN: 'one-token-0123456789' }).ingressTokens).toEqual(['one-token-0123456789']);
+    expect(loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789, new-token-0123456789' }).ingressTokens).toEqual(['old-token-0123456789', 'new-token-0123456789']);
+    expect(loadConfig(SERVICES).ingressTokens).toBeUndefined();
+    expect(() => loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789,short' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
+    expect(() => loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789,,' })).toThrow(/^INGRESS_TOKEN: /);
+  });
+
   it('requires the billing API settings only where a command needs them, naming the missing variable', () => {
     const c = loadConfig({ ...SERVICES, BILLING_API_URL: 'http://api', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id' });
     expect(() => requireBillingApi(c)).toThrow(/^BILLING_CLIENT_SECRET: required/);

@@ -125,6 +125,11 @@ function urlSegment(raw: string): string {
   return raw;
 }
 
+/** One or more URL segments, comma-separated: the tokens of a rotation's overlap. */
+function urlSegments(raw: string): string[] {
+  return raw.split(',').map((s) => urlSegment(s.trim()));
+}
+
 /** A path under {base_url}/api/v1/: segments of URL-safe characters, no '.' or '..' segment. */
 function apiPath(raw: string): string {
   const segments = raw.replace(/^\/+|\/+$/g, '').split('/');
@@ -202,7 +207,7 @@ export const options = {
   billingPathPaymentTransaction: defaulted({ env: 'BILLING_PATH_PAYMENT_TRANSACTION', description: 'path of payment transactions under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentTransaction.path, default: () => RESOURCE_TYPE_INFO.PaymentTransaction.path, parse: apiPath }),
   billingPathPaymentEscalationProcess: defaulted({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path of payment escalation processes under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, default: () => RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, parse: apiPath }),
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
-  ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
+  ingressTokens: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>); several, comma-separated, are all accepted (to rotate it: add the new one, re-register the URL, drop the old one once no delivery uses it)', parse: urlSegments, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
   ingressMaxPendingBytes: defaulted({ env: 'INGRESS_MAX_PENDING_BYTES', description: 'most bytes of accepted webhooks waiting for the Kafka ack at once; past it new webhooks get 503 at once', defaultText: '16777216', default: () => 16 * 1024 * 1024, parse: positiveInt }),
   ingressMaxConnections: defaulted({ env: 'INGRESS_MAX_CONNECTIONS', description: 'most open client connections to the ingress port; more are closed at once', defaultText: '1024', default: () => 1024, parse: positiveInt }),
@@ -244,7 +249,7 @@ export const SETTINGS_OF = {
   ],
   /** A long-running process: its ops port, logs and heap policy. */
   service: ['opsPort', 'logLevel', 'heapGrowthPercent'],
-  ingress: ['ingressPort', 'ingressToken', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
+  ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
   enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;

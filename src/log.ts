@@ -21,7 +21,7 @@ export interface Logger {
  * Field names whose values are never written, whatever logs them: generic secret names, and the
  * configuration's secret fields (databaseUrl may hold a password), at the top level or one down.
  */
-const SECRET_NAMES = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', 'databaseUrl', 'migrateDatabaseUrl', 'dashboardDatabaseUrl', 'billingClientSecret', 'billingPassword', 'ingressToken', 'kafkaSaslPassword', 'schemaRegistryPassword'];
+const SECRET_NAMES = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', 'databaseUrl', 'migrateDatabaseUrl', 'dashboardDatabaseUrl', 'billingClientSecret', 'billingPassword', 'ingressTokens', 'kafkaSaslPassword', 'schemaRegistryPassword'];
 const REDACT = [...SECRET_NAMES, ...SECRET_NAMES.map((n) => `*.${n}`)];
 
 export function createLogger(level: LogLevel = 'info', destination: NodeJS.WritableStream | number = 2): Logger {

@@ -15,7 +15,7 @@ export function registerIngress(program: Command): void {
       const c = composeComponents(config, { clientId: 'billing-loader-ingress' });
       const running = await startIngress(c, config);
       c.onStop(() => running.stop());
-      console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressToken ? '/<INGRESS_TOKEN>' : ''})`);
+      console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressTokens ? '/<INGRESS_TOKEN>' : ''})`);
       process.exitCode = await c.runUntilSignal();
     });
 }

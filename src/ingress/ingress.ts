@@ -33,7 +33,7 @@ export type IngressConfig = Pick<
   | 'topicPrefix'
   | 'topicPartitions'
   | 'ingressPort'
-  | 'ingressToken'
+  | 'ingressTokens'
   | 'ingressMaxBodyBytes'
   | 'ingressMaxPendingBytes'
   | 'ingressMaxConnections'
@@ -105,11 +105,11 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       encode: (record) => deps.registry.encode(schemaId, record),
       maxBodyBytes: config.ingressMaxBodyBytes,
       maxPendingBytes: config.ingressMaxPendingBytes,
-      token: config.ingressToken,
+      tokens: config.ingressTokens,
       isStopping,
     });
     const tracked = trackInFlight(handler, inFlight);
-    const tokenConfigured = config.ingressToken !== undefined;
+    const tokenConfigured = config.ingressTokens !== undefined;
     const app = buildApp(deps, log, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked, config.opsPort === undefined);
     if (config.opsPort !== undefined) ops = await startOps(deps, config.opsPort, config.host ?? '0.0.0.0');
     const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0', config);
