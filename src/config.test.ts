@@ -71,6 +71,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789,,' })).toThrow(/^INGRESS_TOKEN: /);
   });
 
+  it('stops within SHUTDOWN_TIMEOUT_MS, by default inside the 30 s Kubernetes grants, the ingress shutdown delay included', () => {
+    const c = loadConfig(SERVICES);
+    expect(c.shutdownTimeoutMs).toBeLessThan(30_000);
+    expect(c.ingressShutdownDelayMs).toBe(0);
+    expect(loadConfig({ ...SERVICES, SHUTDOWN_TIMEOUT_MS: '45000', INGRESS_SHUTDOWN_DELAY_MS: '5000' })).toMatchObject({ shutdownTimeoutMs: 45_000, ingressShutdownDelayMs: 5000 });
+    expect(() => loadConfig({ ...SERVICES, SHUTDOWN_TIMEOUT_MS: '0' })).toThrow(/^SHUTDOWN_TIMEOUT_MS: expected a positive integer/);
+    expect(() => loadConfig({ ...SERVICES, SHUTDOWN_TIMEOUT_MS: '10000', INGRESS_SHUTDOWN_DELAY_MS: '10000' })).toThrow(/^INGRESS_SHUTDOWN_DELAY_MS: must be less than SHUTDOWN_TIMEOUT_MS \(10000\)/);
+  });
+
   it('requires the billing API settings only where a command needs them, naming the missing variable', () => {
     const c = loadConfig({ ...SERVICES, BILLING_API_URL: 'http://api', BILLING_AUTH_URL: 'http://auth', BILLING_CLIENT_ID: 'id' });
     expect(() => requireBillingApi(c)).toThrow(/^BILLING_CLIENT_SECRET: required/);

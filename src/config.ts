@@ -169,6 +169,12 @@ function logLevel(raw: string): LogLevel {
   return raw as LogLevel;
 }
 
+/**
+ * SHUTDOWN_TIMEOUT_MS's default: inside the 30 s Kubernetes waits before SIGKILL by default
+ * (terminationGracePeriodSeconds), with room for the time the kubelet takes to send SIGTERM.
+ */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 20_000;
+
 export const options = {
   kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "required (demo: the local stack's)", default: (c) => brokers(connection(c, 'KAFKA_BROKERS')), parse: brokers }),
   schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "required (demo: the local stack's)", default: (c) => connection(c, 'SCHEMA_REGISTRY_URL'), parse: url }),
@@ -226,6 +232,9 @@ export const options = {
   dashboardPort: defaulted({ env: 'DASHBOARD_PORT', description: "the analysts' dashboard's HTTP port (billing-loader dashboard)", defaultText: '8090', default: () => 8090, parse: port }),
   dashboardDatabaseUrl: optional({ env: 'DASHBOARD_DATABASE_URL', description: 'PostgreSQL connection string of the dashboard, which reads as billing_loader_analyst in read-only transactions whatever the login (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: String(DEFAULT_HEAP_GROWTH_PERCENT), default: () => DEFAULT_HEAP_GROWTH_PERCENT, parse: nonNegativeInt }),
+  // Shutdown: how a rollout stops a component (docs/OPERATIONS.md, "Starting and stopping").
+  shutdownTimeoutMs: defaulted({ env: 'SHUTDOWN_TIMEOUT_MS', description: "how long a component may take to stop after SIGTERM/SIGINT, in milliseconds, the ingress's INGRESS_SHUTDOWN_DELAY_MS included; past it the process exits 1. Keep it below the supervisor's grace period (Kubernetes terminationGracePeriodSeconds: 30 s by default; systemd TimeoutStopSec: 90 s by default)", defaultText: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), default: () => DEFAULT_SHUTDOWN_TIMEOUT_MS, parse: positiveInt }),
+  ingressShutdownDelayMs: defaulted({ env: 'INGRESS_SHUTDOWN_DELAY_MS', description: 'after SIGTERM/SIGINT, how long the ingress keeps accepting webhooks while /readyz answers 503, in milliseconds, so a load balancer stops sending to it before it drains (less than SHUTDOWN_TIMEOUT_MS; 0: drain at once)', defaultText: '0', default: () => 0, parse: nonNegativeInt }),
   logLevel: defaulted({ env: 'LOG_LEVEL', description: 'log level: debug, info, warn, error', defaultText: 'info', default: () => 'info' as LogLevel, parse: logLevel }),
   stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => join(packageRoot, '.stack'), parse: str }),
 };
@@ -248,8 +257,8 @@ export const SETTINGS_OF = {
     'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess',
   ],
   /** A long-running process: its ops port, logs and heap policy. */
-  service: ['opsPort', 'logLevel', 'heapGrowthPercent'],
-  ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
+  service: ['opsPort', 'logLevel', 'heapGrowthPercent', 'shutdownTimeoutMs'],
+  ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs', 'ingressShutdownDelayMs'],
   enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;
@@ -318,6 +327,7 @@ function checkCrossFields(c: Config): void {
   }
   if (c.ingressHeadersTimeoutMs > c.ingressRequestTimeoutMs) throw new ConfigError('INGRESS_HEADERS_TIMEOUT_MS', `must not exceed INGRESS_REQUEST_TIMEOUT_MS (${c.ingressRequestTimeoutMs})`);
   if (c.billingPassword && !c.billingUsername) throw new ConfigError('BILLING_USERNAME', 'required with BILLING_PASSWORD (password grant)');
+  if (c.ingressShutdownDelayMs >= c.shutdownTimeoutMs) throw new ConfigError('INGRESS_SHUTDOWN_DELAY_MS', `must be less than SHUTDOWN_TIMEOUT_MS (${c.shutdownTimeoutMs}), which includes it`);
   checkKafkaSecurity(c);
 }
 

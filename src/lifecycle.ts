@@ -1,3 +1,4 @@
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from './config.js';
 import type { Logger } from './log.js';
 
 /** What every pipeline stage's `start(deps, config)` returns: stop drains, commits and closes. */
@@ -8,10 +9,10 @@ export interface Running {
 /**
  * Runs until SIGTERM or SIGINT (or, with `stopWhenOrphaned`, until its parent process exits),
  * then calls `stop` once. If stopping takes longer than
- * `graceMs`, the process exits non-zero anyway (the orchestrator would SIGKILL it soon after;
- * exiting ourselves says so in the log first). A second signal exits at once.
+ * `timeoutMs` (SHUTDOWN_TIMEOUT_MS), the process exits non-zero anyway (the orchestrator would
+ * SIGKILL it soon after; exiting ourselves says so in the log first). A second signal exits at once.
  */
-export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, options: { stopWhenOrphaned?: boolean } = {}): Promise<number> {
+export function stopOnSignal(running: Running, log: Logger, timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS, options: { stopWhenOrphaned?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
     let stopping = false;
     let orphanWatch: NodeJS.Timeout | undefined;
@@ -22,11 +23,11 @@ export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, op
         process.exit(130);
       }
       stopping = true;
-      log.info('shutting down', { signal, graceMs });
+      log.info('shutting down', { signal, timeoutMs });
       const timer = setTimeout(() => {
-        log.error('shutdown grace period exceeded, exiting', { graceMs });
+        log.error('shutdown timeout exceeded, exiting', { timeoutMs });
         resolve(1);
-      }, graceMs);
+      }, timeoutMs);
       timer.unref();
       running.stop().then(
         () => {

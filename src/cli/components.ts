@@ -72,7 +72,7 @@ export function composeComponents(config: Config, options: { clientId: string; l
       while (stops.length > 0) await stops.pop()?.();
     },
     runUntilSignal() {
-      return stopOnSignal({ stop: () => components.stop() }, log, undefined, stopOptions());
+      return stopOnSignal({ stop: () => components.stop() }, log, config.shutdownTimeoutMs, stopOptions());
     },
   };
   return components;
