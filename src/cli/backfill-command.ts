@@ -31,7 +31,7 @@ export function registerBackfill(program: Command): void {
     .action(async (opts: { types?: ResourceType[]; restart?: boolean; pageSize?: number }) => {
       const config = await cliConfig('backfill');
       const apiOptions = billingApiClientOptions(config);
-      const log = createLogger(config.logLevel);
+      const log = createLogger(config.logLevel, undefined, { service: 'backfill' });
       const api = createBillingApiClient({ ...apiOptions, logger: log });
       const stop = new AbortController();
       const onSignal = () => stop.abort();

@@ -39,8 +39,9 @@ export interface Components {
   runUntilSignal(): Promise<number>;
 }
 
-export function composeComponents(config: Config, options: { clientId: string; logLevel?: LogLevel }): Components {
-  const log = createLogger(options.logLevel ?? config.logLevel);
+/** `service`: the command (ingress, enricher, sink, run, …), on every log line. */
+export function composeComponents(config: Config, options: { service: string; clientId: string; logLevel?: LogLevel }): Components {
+  const log = createLogger(options.logLevel ?? config.logLevel, undefined, { service: options.service });
   const metrics = createMetrics();
   const health = createHealth();
   const stops: (() => Promise<void>)[] = [];

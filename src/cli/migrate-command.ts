@@ -13,7 +13,7 @@ export function registerMigrate(program: Command): void {
     .addHelpText('after', environmentHelp('migrate'))
     .action(async () => {
       const config = await cliConfig('migrate');
-      const log = createLogger(config.logLevel).child({ component: 'migrate' });
+      const log = createLogger(config.logLevel, undefined, { service: 'migrate' }).child({ component: 'migrate' });
       const pool = createPool({ databaseUrl: migrateDatabaseUrl(config), applicationName: 'billing-loader migrate', log, max: 1 });
       try {
         const result = await migrate(pool, { schema: config.databaseSchema, log });

@@ -1,5 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/package-root.js';
 import { runCli } from '../helpers/cli.js';
+
+const { version } = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string };
 
 /** The environment without the connection settings the test run itself was given. */
 const WITHOUT_CONNECTIONS = { KAFKA_BROKERS: undefined, SCHEMA_REGISTRY_URL: undefined, DATABASE_URL: undefined, STACK_DIR: '/nonexistent-stack-dir', LOG_LEVEL: 'error' };
@@ -18,5 +23,13 @@ describe('settings a production command cannot start without', () => {
     const { code, stderr } = await runCli([command], WITHOUT_CONNECTIONS, 30_000);
     expect(code, stderr).toBe(2);
     expect(plainLines(stderr)).toEqual([expect.stringMatching(new RegExp(`^billing-loader: ${variable}: not set; this command needs it`))]);
+  });
+});
+
+describe('billing-loader --version', () => {
+  it('prints the package version and exits 0, without any setting', async () => {
+    const { code, stdout } = await runCli(['--version'], WITHOUT_CONNECTIONS, 30_000);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe(version);
   });
 });

@@ -84,6 +84,9 @@ describe('ingress shutdown for rollouts', () => {
     const order = lines.map((l) => l.msg).filter((m) => /^(shutting down|ingress shutdown delay|ingress stopping|stopped)/.test(m));
     expect(order).toEqual(['shutting down', 'ingress shutdown delay: /readyz answers 503, webhooks still accepted', 'ingress stopping: new webhooks get 503, finishing the ones in flight', 'stopped']);
     expect(await webhookCount(s.prefix)).toBe(1);
+    // Only JSON lines, each naming the service and the build.
+    const all = s.stderr().split('\n').filter((l) => l.trim() !== '');
+    for (const line of all) expect(JSON.parse(line), line).toMatchObject({ service: 'ingress', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
   });
 
   it('exits 1 when the drain outlasts SHUTDOWN_TIMEOUT_MS (a webhook whose body never finishes)', async () => {
