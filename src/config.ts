@@ -1,4 +1,4 @@
-import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync, statSync } from 'node:fs';
 import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
@@ -303,13 +303,13 @@ export function loadConfig(env: Env, defaults: { connections?: Partial<Connectio
   const ctx: DefaultContext = { connections: defaults.connections };
   const config: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(options) as [string, OptionSpec<unknown>][]) {
-    const raw = env[spec.env];
+    const given = spec.secret ? secretValue(env, spec.env) : envValue(env, spec.env);
     let value: unknown;
-    if (raw !== undefined && raw !== '') {
+    if (given !== undefined) {
       try {
-        value = spec.parse(raw.trim());
+        value = spec.parse(given.raw);
       } catch (err) {
-        if (err instanceof Invalid) throw new ConfigError(spec.env, spec.secret ? err.message.replace(/, got '.*'$/, '') : err.message);
+        if (err instanceof Invalid) throw new ConfigError(given.variable, spec.secret ? err.message.replace(/, got '.*'$/, '') : err.message);
         throw err;
       }
     } else {
@@ -319,6 +319,35 @@ export function loadConfig(env: Env, defaults: { connections?: Partial<Connectio
   }
   checkCrossFields(config as Config);
   return Object.freeze(config) as Config;
+}
+
+// --- Secrets from files (<VARIABLE>_FILE) ---------------------------------------------------
+
+/** A setting's value from the environment (trimmed), and the variable it came from. */
+function envValue(env: Env, variable: string): { raw: string; variable: string } | undefined {
+  const raw = env[variable];
+  return raw === undefined || raw === '' ? undefined : { raw: raw.trim(), variable };
+}
+
+/**
+ * A secret's value: from its variable, or read from the file `<VARIABLE>_FILE` names (the
+ * convention of the postgres and mariadb images, for Docker and Kubernetes secrets mounted as
+ * files), with its trailing newline removed. Both at once is an error: which one wins would be a
+ * guess.
+ */
+function secretValue(env: Env, variable: string): { raw: string; variable: string } | undefined {
+  const fileVariable = `${variable}_FILE`;
+  const direct = envValue(env, variable);
+  const file = envValue(env, fileVariable);
+  if (file === undefined) return direct;
+  if (direct !== undefined) throw new ConfigError(fileVariable, `set either ${variable} or ${fileVariable}, not both`);
+  let text: string;
+  try {
+    text = readFileSync(file.raw, 'utf8');
+  } catch {
+    throw new ConfigError(fileVariable, `no readable file at '${file.raw}'`);
+  }
+  return { raw: text.replace(/\r?\n$/, ''), variable: fileVariable };
 }
 
 function checkCrossFields(c: Config): void {
@@ -383,7 +412,7 @@ export function describeOptions(command?: CommandName): { env: string; descripti
   const wanted: ReadonlySet<string> | undefined = command === undefined ? undefined : new Set(COMMAND_SETTINGS[command]);
   return Object.entries(options)
     .filter(([key]) => wanted === undefined || wanted.has(key))
-    .map(([, o]: [string, OptionSpec<unknown>]) => ({ env: o.env, description: o.description, default: o.defaultText ?? 'none' }));
+    .map(([, o]: [string, OptionSpec<unknown>]) => ({ env: o.env, description: o.secret ? `${o.description}; or ${o.env}_FILE: a file holding it` : o.description, default: o.defaultText ?? 'none' }));
 }
 
 /** Parses a .env file's text (KEY=value lines) into an environment; real variables win over it. */
