@@ -31,6 +31,12 @@ describe('configForCommand', () => {
     expect(configForCommand('ingress', { ...NO_STACK, ...KAFKA, ...REGISTRY }).schemaRegistryUrl).toBe('https://registry.example');
   });
 
+  it('lets migrate and dashboard run on their own login alone (MIGRATE_DATABASE_URL, DASHBOARD_DATABASE_URL), which wins over DATABASE_URL', () => {
+    expect(configForCommand('migrate', { ...NO_STACK, MIGRATE_DATABASE_URL: 'postgres://owner@db.example/w' }).migrateDatabaseUrl).toBe('postgres://owner@db.example/w');
+    expect(configForCommand('dashboard', { ...NO_STACK, DASHBOARD_DATABASE_URL: 'postgres://analyst@db.example/w' }).dashboardDatabaseUrl).toBe('postgres://analyst@db.example/w');
+    expect(() => configForCommand('replay', { ...NO_STACK, ...KAFKA, ...REGISTRY, MIGRATE_DATABASE_URL: 'postgres://owner@db.example/w' })).toThrow(/^DATABASE_URL: not set/);
+  });
+
   it.each(['stack', 'demo', 'simulate'] as const)('lets %s default the connections to the local stack', (command) => {
     const c = configForCommand(command, NO_STACK);
     expect(c.kafkaBrokers).toEqual(['127.0.0.1:19092']);

@@ -18,6 +18,9 @@ export function cliEnvironment(): Promise<Env> {
 export type LocalStackCommand = 'stack' | 'demo' | 'simulate';
 const LOCAL_STACK_COMMANDS: readonly string[] = ['stack', 'demo', 'simulate'] satisfies LocalStackCommand[];
 
+/** The commands that connect to PostgreSQL with a login of their own when it is set, instead of DATABASE_URL's. */
+const OWN_DATABASE_LOGIN: Partial<Record<string, string>> = { migrate: 'MIGRATE_DATABASE_URL', dashboard: 'DASHBOARD_DATABASE_URL' };
+
 const CONNECTION_OPTIONS: Record<keyof ConnectionDefaults, OptionKey> = { KAFKA_BROKERS: 'kafkaBrokers', SCHEMA_REGISTRY_URL: 'schemaRegistryUrl', DATABASE_URL: 'databaseUrl' };
 
 /**
@@ -30,6 +33,9 @@ export function configForCommand(command: CommandName | LocalStackCommand, env: 
   if (LOCAL_STACK_COMMANDS.includes(command)) return configWithLocalStack(env);
   const stack = localStackConnections(env);
   const reads = new Set<OptionKey>(COMMAND_SETTINGS[command as CommandName]);
+  // A command whose own login wins over DATABASE_URL needs no DATABASE_URL when that login is given.
+  const ownLogin = OWN_DATABASE_LOGIN[command];
+  if (ownLogin !== undefined && (env[ownLogin] || env[`${ownLogin}_FILE`])) reads.delete('databaseUrl');
   const unread = Object.fromEntries(Object.entries(stack).filter(([variable]) => !reads.has(CONNECTION_OPTIONS[variable as keyof ConnectionDefaults])));
   return loadConfig(env, { connections: unread });
 }
