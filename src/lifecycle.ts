@@ -42,8 +42,10 @@ export function stopOnSignal(running: Running, log: Logger, timeoutMs = DEFAULT_
         },
       );
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    // `on`, not `once`: the second signal must reach onSignal too (exit 130, logged), rather than
+    // node's default action, which kills the process without a word.
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
     if (options.stopWhenOrphaned) {
       // `npx billing-loader` runs the loader under `sh -c`: npm passes a SIGTERM on to that shell,
       // which dies of it without passing it on, and the loader would run on, reparented. Its

@@ -50,7 +50,7 @@ async function start(command: string, args: string[]): Promise<Started> {
   const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, { what: 'ingress ready', timeoutMs: 90_000, intervalMs: 250 });
   const loaderPid = () => {
-    const match = /"pid":(\d+),"component":"ingress"[^\n]*"msg":"ingress listening"/.exec(stderr);
+    const match = /"pid":(\d+),[^\n]*"component":"ingress"[^\n]*"msg":"ingress listening"/.exec(stderr);
     if (!match) throw new Error(`no "ingress listening" line in the log:\n${stderr}`);
     return Number(match[1]);
   };

@@ -71,7 +71,8 @@ describe('ingress shutdown for rollouts', () => {
     expect(s.stderr()).toContain('ingress shutdown delay');
     // A second signal still ends it at once, without waiting for the delay.
     s.child.kill('SIGTERM');
-    expect(await s.exited).not.toBe(0);
+    expect(await s.exited).toBe(130);
+    expect(s.stderr()).toContain('"msg":"second signal, exiting without waiting"');
     expect(s.stderr()).not.toContain('"msg":"stopped"');
   });
 
