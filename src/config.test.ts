@@ -4,6 +4,9 @@ import { Writable } from 'node:stream';
 import { SECRET_FIELDS, describeOptions, loadConfig, migrateDatabaseUrl, requireBillingApi, withoutPassword } from './config.js';
 import { createLogger } from './log.js';
 import { fileURLToPath } from 'node:url';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { configWithLocalStack } from './cli/cli-config.js';
 
 const thisFile = fileURLToPath(import.meta.url);
@@ -13,7 +16,7 @@ const SERVICES = { KAFKA_BROKERS: '127.0.0.1:9092', SCHEMA_REGISTRY_URL: 'http:/
 
 describe('loadConfig', () => {
   it('requires the connection settings when the caller gives no defaults, naming the first one missing', () => {
-    expect(() => loadConfig({})).toThrow(/^KAFKA_BROKERS: not set \(the billing-loader commands default it to the local stack/);
+    expect(() => loadConfig({})).toThrow(/^KAFKA_BROKERS: not set; this command needs it \(only stack, demo and simulate default it to the local stack\)$/);
     expect(() => loadConfig({ KAFKA_BROKERS: 'k:1' })).toThrow(/^SCHEMA_REGISTRY_URL: not set/);
     expect(() => loadConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' })).toThrow(/^DATABASE_URL: not set/);
   });
@@ -61,6 +64,67 @@ describe('loadConfig', () => {
     expect(written).not.toMatch(/s3cret-value|pw-value|token-value|sasl-value|registry-value/);
     for (const field of SECRET_FIELDS) expect(written, field).toContain(`"${field}":"[redacted]"`);
     expect(withoutPassword('postgres://u:pw-value@h:5432/d')).toBe('postgres://u:****@h:5432/d');
+  });
+
+  it('reads INGRESS_TOKEN as a comma-separated list, so a token can be rotated; each one checked', () => {
+    expect(loadConfig({ ...SERVICES, INGRESS_TOKEN: 'one-token-0123456789' }).ingressTokens).toEqual(['one-token-0123456789']);
+    expect(loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789, new-token-0123456789' }).ingressTokens).toEqual(['old-token-0123456789', 'new-token-0123456789']);
+    expect(loadConfig(SERVICES).ingressTokens).toBeUndefined();
+    expect(() => loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789,short' })).toThrow(/^INGRESS_TOKEN: expected 16-256 URL-safe characters[^']*$/);
+    expect(() => loadConfig({ ...SERVICES, INGRESS_TOKEN: 'old-token-0123456789,,' })).toThrow(/^INGRESS_TOKEN: /);
+  });
+
+  it('stops within SHUTDOWN_TIMEOUT_MS, by default inside the 30 s Kubernetes grants, the ingress shutdown delay included', () => {
+    const c = loadConfig(SERVICES);
+    expect(c.shutdownTimeoutMs).toBeLessThan(30_000);
+    expect(c.ingressShutdownDelayMs).toBe(0);
+    expect(loadConfig({ ...SERVICES, SHUTDOWN_TIMEOUT_MS: '45000', INGRESS_SHUTDOWN_DELAY_MS: '5000' })).toMatchObject({ shutdownTimeoutMs: 45_000, ingressShutdownDelayMs: 5000 });
+    expect(() => loadConfig({ ...SERVICES, SHUTDOWN_TIMEOUT_MS: '0' })).toThrow(/^SHUTDOWN_TIMEOUT_MS: expected a positive integer/);
+    expect(() => loadConfig({ ...SERVICES, SHUTDOWN_TIMEOUT_MS: '10000', INGRESS_SHUTDOWN_DELAY_MS: '10000' })).toThrow(/^INGRESS_SHUTDOWN_DELAY_MS: must be less than SHUTDOWN_TIMEOUT_MS \(10000\)/);
+  });
+
+  it('reads every secret from <VARIABLE>_FILE instead, trailing newline trimmed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'config-secret-files-'));
+    const file = (name: string, text: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      return path;
+    };
+    const c = loadConfig({
+      KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r',
+      DATABASE_URL_FILE: file('db', 'postgres://w:pw-value@h:5432/d\n'),
+      MIGRATE_DATABASE_URL_FILE: file('owner', 'postgres://o:pw@h:5432/d'),
+      DASHBOARD_DATABASE_URL_FILE: file('dash', 'postgres://a:pw@h:5432/d\r\n'),
+      BILLING_CLIENT_SECRET_FILE: file('client-secret', 's3cret value with spaces \n'),
+      KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD_FILE: file('sasl', 'sasl-pw\n'),
+      SCHEMA_REGISTRY_USERNAME: 'reg', SCHEMA_REGISTRY_PASSWORD_FILE: file('registry', 'registry-pw\n'),
+      INGRESS_TOKEN_FILE: file('token', 'old-token-0123456789,new-token-0123456789\n'),
+    });
+    expect(c).toMatchObject({
+      databaseUrl: 'postgres://w:pw-value@h:5432/d', migrateDatabaseUrl: 'postgres://o:pw@h:5432/d', dashboardDatabaseUrl: 'postgres://a:pw@h:5432/d',
+      billingClientSecret: 's3cret value with spaces ', kafkaSaslPassword: 'sasl-pw', schemaRegistryPassword: 'registry-pw',
+      ingressTokens: ['old-token-0123456789', 'new-token-0123456789'],
+    });
+    expect(loadConfig({ ...SERVICES, BILLING_PASSWORD_FILE: file('password', 'pw\n'), BILLING_USERNAME: 'u' }).billingPassword).toBe('pw');
+  });
+
+  it('refuses a secret given both directly and as a file, or a file it cannot read, naming the variable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'config-secret-files-'));
+    const path = join(dir, 'secret');
+    writeFileSync(path, 'x');
+    expect(() => loadConfig({ ...SERVICES, BILLING_CLIENT_SECRET: 'a', BILLING_CLIENT_SECRET_FILE: path })).toThrow(/^BILLING_CLIENT_SECRET_FILE: set either BILLING_CLIENT_SECRET or BILLING_CLIENT_SECRET_FILE, not both$/);
+    expect(() => loadConfig({ ...SERVICES, KAFKA_SASL_PASSWORD_FILE: join(dir, 'missing') })).toThrow(/^KAFKA_SASL_PASSWORD_FILE: no readable file at '.*missing'$/);
+    // A malformed value read from a file is reported like one from the environment, never echoed.
+    writeFileSync(path, 'mysql://u:pw-value@h/d\n');
+    expect(() => loadConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r', DATABASE_URL_FILE: path })).toThrow(/^DATABASE_URL_FILE: expected postgres:\/\/[^]*$/);
+    expect(() => loadConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r', DATABASE_URL_FILE: path })).not.toThrow(/pw-value/);
+  });
+
+  it('lists the _FILE form beside every secret in --help and the README', () => {
+    for (const o of describeOptions().filter((d) => ['DATABASE_URL', 'INGRESS_TOKEN', 'KAFKA_SASL_PASSWORD', 'BILLING_CLIENT_SECRET'].includes(d.env))) {
+      expect(o.description).toContain(`${o.env}_FILE`);
+    }
+    expect(describeOptions().find((d) => d.env === 'KAFKA_BROKERS')?.description).not.toContain('_FILE');
   });
 
   it('requires the billing API settings only where a command needs them, naming the missing variable', () => {

@@ -1,4 +1,4 @@
-import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync, statSync } from 'node:fs';
 import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
@@ -24,14 +24,17 @@ export interface ConnectionDefaults {
 }
 
 interface DefaultContext {
-  /** Given by the caller: the CLI passes the local stack's (src/cli/cli-config.ts); a library user passes none. */
-  connections?: ConnectionDefaults;
+  /**
+   * Given by the caller: the local stack's for `stack`, `demo` and `simulate` (src/cli/cli-config.ts);
+   * none for the settings a production command reads, nor for a library user.
+   */
+  connections?: Partial<ConnectionDefaults>;
 }
 
 /** A connection setting's default, or a one-line error naming it when the caller has none. */
 function connection(c: DefaultContext, variable: keyof ConnectionDefaults): string {
   const value = c.connections?.[variable];
-  if (value === undefined) throw new ConfigError(variable, 'not set (the billing-loader commands default it to the local stack of `billing-loader stack up`)');
+  if (value === undefined) throw new ConfigError(variable, 'not set; this command needs it (only stack, demo and simulate default it to the local stack)');
   return value;
 }
 
@@ -122,6 +125,11 @@ function urlSegment(raw: string): string {
   return raw;
 }
 
+/** One or more URL segments, comma-separated: the tokens of a rotation's overlap. */
+function urlSegments(raw: string): string[] {
+  return raw.split(',').map((s) => urlSegment(s.trim()));
+}
+
 /** A path under {base_url}/api/v1/: segments of URL-safe characters, no '.' or '..' segment. */
 function apiPath(raw: string): string {
   const segments = raw.replace(/^\/+|\/+$/g, '').split('/');
@@ -161,9 +169,15 @@ function logLevel(raw: string): LogLevel {
   return raw as LogLevel;
 }
 
+/**
+ * SHUTDOWN_TIMEOUT_MS's default: inside the 30 s Kubernetes waits before SIGKILL by default
+ * (terminationGracePeriodSeconds), with room for the time the kubelet takes to send SIGTERM.
+ */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 20_000;
+
 export const options = {
-  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "the local stack's", default: (c) => brokers(connection(c, 'KAFKA_BROKERS')), parse: brokers }),
-  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "the local stack's", default: (c) => connection(c, 'SCHEMA_REGISTRY_URL'), parse: url }),
+  kafkaBrokers: defaulted({ env: 'KAFKA_BROKERS', description: 'Kafka bootstrap servers, comma-separated host:port', defaultText: "required (demo: the local stack's)", default: (c) => brokers(connection(c, 'KAFKA_BROKERS')), parse: brokers }),
+  schemaRegistryUrl: defaulted({ env: 'SCHEMA_REGISTRY_URL', description: 'base URL of a Confluent-compatible schema registry API', defaultText: "required (demo: the local stack's)", default: (c) => connection(c, 'SCHEMA_REGISTRY_URL'), parse: url }),
   kafkaSsl: defaulted({ env: 'KAFKA_SSL', description: 'connect to Kafka over TLS: true or false', defaultText: 'false', default: () => false, parse: bool }),
   kafkaSslCaFile: optional({ env: 'KAFKA_SSL_CA_FILE', description: "PEM file of the CA(s) that signed the brokers' certificates (unset: the system's trusted CAs)", parse: readableFile }),
   kafkaSslCertFile: optional({ env: 'KAFKA_SSL_CERT_FILE', description: 'PEM client certificate, for brokers that require mutual TLS (with KAFKA_SSL_KEY_FILE)', parse: readableFile }),
@@ -174,7 +188,7 @@ export const options = {
   schemaRegistryUsername: optional({ env: 'SCHEMA_REGISTRY_USERNAME', description: 'schema registry HTTP basic auth user (with SCHEMA_REGISTRY_PASSWORD)', parse: str }),
   schemaRegistryPassword: optional({ env: 'SCHEMA_REGISTRY_PASSWORD', description: 'schema registry HTTP basic auth password', parse: str, secret: true }),
   schemaRegistryCaFile: optional({ env: 'SCHEMA_REGISTRY_CA_FILE', description: "PEM file of the CA(s) that signed an https SCHEMA_REGISTRY_URL's certificate (unset: the system's trusted CAs)", parse: readableFile }),
-  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "the local stack's", default: (c) => connection(c, 'DATABASE_URL'), parse: postgresUrl, secret: true }),
+  databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "required (demo: the local stack's)", default: (c) => connection(c, 'DATABASE_URL'), parse: postgresUrl, secret: true }),
   migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
@@ -199,7 +213,7 @@ export const options = {
   billingPathPaymentTransaction: defaulted({ env: 'BILLING_PATH_PAYMENT_TRANSACTION', description: 'path of payment transactions under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentTransaction.path, default: () => RESOURCE_TYPE_INFO.PaymentTransaction.path, parse: apiPath }),
   billingPathPaymentEscalationProcess: defaulted({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path of payment escalation processes under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, default: () => RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, parse: apiPath }),
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
-  ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
+  ingressTokens: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>); several, comma-separated, are all accepted (to rotate it: add the new one, re-register the URL, drop the old one once no delivery uses it)', parse: urlSegments, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
   ingressMaxPendingBytes: defaulted({ env: 'INGRESS_MAX_PENDING_BYTES', description: 'most bytes of accepted webhooks waiting for the Kafka ack at once; past it new webhooks get 503 at once', defaultText: '16777216', default: () => 16 * 1024 * 1024, parse: positiveInt }),
   ingressMaxConnections: defaulted({ env: 'INGRESS_MAX_CONNECTIONS', description: 'most open client connections to the ingress port; more are closed at once', defaultText: '1024', default: () => 1024, parse: positiveInt }),
@@ -218,6 +232,9 @@ export const options = {
   dashboardPort: defaulted({ env: 'DASHBOARD_PORT', description: "the analysts' dashboard's HTTP port (billing-loader dashboard)", defaultText: '8090', default: () => 8090, parse: port }),
   dashboardDatabaseUrl: optional({ env: 'DASHBOARD_DATABASE_URL', description: 'PostgreSQL connection string of the dashboard, which reads as billing_loader_analyst in read-only transactions whatever the login (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: String(DEFAULT_HEAP_GROWTH_PERCENT), default: () => DEFAULT_HEAP_GROWTH_PERCENT, parse: nonNegativeInt }),
+  // Shutdown: how a rollout stops a component (docs/OPERATIONS.md, "Starting and stopping").
+  shutdownTimeoutMs: defaulted({ env: 'SHUTDOWN_TIMEOUT_MS', description: "how long a component may take to stop after SIGTERM/SIGINT, in milliseconds, the ingress's INGRESS_SHUTDOWN_DELAY_MS included; past it the process exits 1. Keep it below the supervisor's grace period (Kubernetes terminationGracePeriodSeconds: 30 s by default; systemd TimeoutStopSec: 90 s by default)", defaultText: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), default: () => DEFAULT_SHUTDOWN_TIMEOUT_MS, parse: positiveInt }),
+  ingressShutdownDelayMs: defaulted({ env: 'INGRESS_SHUTDOWN_DELAY_MS', description: 'after SIGTERM/SIGINT, how long the ingress keeps accepting webhooks while /readyz answers 503, in milliseconds, so a load balancer stops sending to it before it drains (less than SHUTDOWN_TIMEOUT_MS; 0: drain at once)', defaultText: '0', default: () => 0, parse: nonNegativeInt }),
   logLevel: defaulted({ env: 'LOG_LEVEL', description: 'log level: debug, info, warn, error', defaultText: 'info', default: () => 'info' as LogLevel, parse: logLevel }),
   stackDir: defaulted({ env: 'STACK_DIR', description: 'where the local stack keeps downloads, data, logs and pid files', defaultText: '.stack in the package root', default: () => join(packageRoot, '.stack'), parse: str }),
 };
@@ -240,8 +257,8 @@ export const SETTINGS_OF = {
     'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess',
   ],
   /** A long-running process: its ops port, logs and heap policy. */
-  service: ['opsPort', 'logLevel', 'heapGrowthPercent'],
-  ingress: ['ingressPort', 'ingressToken', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
+  service: ['opsPort', 'logLevel', 'heapGrowthPercent', 'shutdownTimeoutMs'],
+  ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs', 'ingressShutdownDelayMs'],
   enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;
@@ -284,17 +301,17 @@ export type Config = {
  * spread and overridden); the logger redacts them by name (src/log.ts). `defaults.connections`
  * fills KAFKA_BROKERS, SCHEMA_REGISTRY_URL and DATABASE_URL when unset; without it they are required.
  */
-export function loadConfig(env: Env, defaults: { connections?: ConnectionDefaults } = {}): Config {
+export function loadConfig(env: Env, defaults: { connections?: Partial<ConnectionDefaults> } = {}): Config {
   const ctx: DefaultContext = { connections: defaults.connections };
   const config: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(options) as [string, OptionSpec<unknown>][]) {
-    const raw = env[spec.env];
+    const given = spec.secret ? secretValue(env, spec.env) : envValue(env, spec.env);
     let value: unknown;
-    if (raw !== undefined && raw !== '') {
+    if (given !== undefined) {
       try {
-        value = spec.parse(raw.trim());
+        value = spec.parse(given.raw);
       } catch (err) {
-        if (err instanceof Invalid) throw new ConfigError(spec.env, spec.secret ? err.message.replace(/, got '.*'$/, '') : err.message);
+        if (err instanceof Invalid) throw new ConfigError(given.variable, spec.secret ? err.message.replace(/, got '.*'$/, '') : err.message);
         throw err;
       }
     } else {
@@ -306,12 +323,42 @@ export function loadConfig(env: Env, defaults: { connections?: ConnectionDefault
   return Object.freeze(config) as Config;
 }
 
+// --- Secrets from files (<VARIABLE>_FILE) ---------------------------------------------------
+
+/** A setting's value from the environment (trimmed), and the variable it came from. */
+function envValue(env: Env, variable: string): { raw: string; variable: string } | undefined {
+  const raw = env[variable];
+  return raw === undefined || raw === '' ? undefined : { raw: raw.trim(), variable };
+}
+
+/**
+ * A secret's value: from its variable, or read from the file `<VARIABLE>_FILE` names (the
+ * convention of the postgres and mariadb images, for Docker and Kubernetes secrets mounted as
+ * files), with its trailing newline removed. Both at once is an error: which one wins would be a
+ * guess.
+ */
+function secretValue(env: Env, variable: string): { raw: string; variable: string } | undefined {
+  const fileVariable = `${variable}_FILE`;
+  const direct = envValue(env, variable);
+  const file = envValue(env, fileVariable);
+  if (file === undefined) return direct;
+  if (direct !== undefined) throw new ConfigError(fileVariable, `set either ${variable} or ${fileVariable}, not both`);
+  let text: string;
+  try {
+    text = readFileSync(file.raw, 'utf8');
+  } catch {
+    throw new ConfigError(fileVariable, `no readable file at '${file.raw}'`);
+  }
+  return { raw: text.replace(/\r?\n$/, ''), variable: fileVariable };
+}
+
 function checkCrossFields(c: Config): void {
   if (c.billingClientSecret && c.billingPassword) {
     throw new ConfigError('BILLING_PASSWORD', 'set either BILLING_CLIENT_SECRET (client credentials) or BILLING_USERNAME/BILLING_PASSWORD (password grant), not both');
   }
   if (c.ingressHeadersTimeoutMs > c.ingressRequestTimeoutMs) throw new ConfigError('INGRESS_HEADERS_TIMEOUT_MS', `must not exceed INGRESS_REQUEST_TIMEOUT_MS (${c.ingressRequestTimeoutMs})`);
   if (c.billingPassword && !c.billingUsername) throw new ConfigError('BILLING_USERNAME', 'required with BILLING_PASSWORD (password grant)');
+  if (c.ingressShutdownDelayMs >= c.shutdownTimeoutMs) throw new ConfigError('INGRESS_SHUTDOWN_DELAY_MS', `must be less than SHUTDOWN_TIMEOUT_MS (${c.shutdownTimeoutMs}), which includes it`);
   checkKafkaSecurity(c);
 }
 
@@ -367,7 +414,7 @@ export function describeOptions(command?: CommandName): { env: string; descripti
   const wanted: ReadonlySet<string> | undefined = command === undefined ? undefined : new Set(COMMAND_SETTINGS[command]);
   return Object.entries(options)
     .filter(([key]) => wanted === undefined || wanted.has(key))
-    .map(([, o]: [string, OptionSpec<unknown>]) => ({ env: o.env, description: o.description, default: o.defaultText ?? 'none' }));
+    .map(([, o]: [string, OptionSpec<unknown>]) => ({ env: o.env, description: o.secret ? `${o.description}; or ${o.env}_FILE: a file holding it` : o.description, default: o.defaultText ?? 'none' }));
 }
 
 /** Parses a .env file's text (KEY=value lines) into an environment; real variables win over it. */

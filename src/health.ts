@@ -7,11 +7,13 @@ export type HealthCheck = () => Promise<void>;
 
 export interface Readiness {
   ready: boolean;
-  checks: Record<string, { ok: boolean; reason?: string }>;
+  /** Every check and condition; an `informational` one is reported but does not decide `ready`. */
+  checks: Record<string, { ok: boolean; reason?: string; informational?: true }>;
 }
 
 export interface Health {
-  addCheck(name: string, check: HealthCheck): void;
+  /** A check of a dependency; `informational`: reported in the reasons, but the process stays ready when it fails. */
+  addCheck(name: string, check: HealthCheck, options?: { informational?: boolean }): void;
   /** Marks a condition not ready (with a reason), or ready again (`reason` undefined). */
   setCondition(name: string, reason: string | undefined): void;
   readiness(timeoutMs?: number): Promise<Readiness>;
@@ -19,9 +21,14 @@ export interface Health {
 
 export function createHealth(): Health {
   const checks = new Map<string, HealthCheck>();
+  const informational = new Set<string>();
   const conditions = new Map<string, string>();
   return {
-    addCheck: (name, check) => void checks.set(name, check),
+    addCheck(name, check, options = {}) {
+      checks.set(name, check);
+      if (options.informational) informational.add(name);
+      else informational.delete(name);
+    },
     setCondition(name, reason) {
       if (reason === undefined) conditions.delete(name);
       else conditions.set(name, reason);
@@ -33,13 +40,13 @@ export function createHealth(): Health {
         [...checks].map(async ([name, check]) => {
           try {
             await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref())]);
-            result.checks[name] ??= { ok: true };
+            result.checks[name] ??= { ok: true, ...(informational.has(name) ? { informational: true as const } : {}) };
           } catch (err) {
-            result.checks[name] = { ok: false, reason: err instanceof Error ? err.message : String(err) };
+            result.checks[name] = { ok: false, reason: err instanceof Error ? err.message : String(err), ...(informational.has(name) ? { informational: true as const } : {}) };
           }
         }),
       );
-      result.ready = Object.values(result.checks).every((c) => c.ok);
+      result.ready = Object.values(result.checks).every((c) => c.ok || c.informational === true);
       return result;
     },
   };

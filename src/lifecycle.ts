@@ -1,3 +1,4 @@
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from './config.js';
 import type { Logger } from './log.js';
 
 /** What every pipeline stage's `start(deps, config)` returns: stop drains, commits and closes. */
@@ -8,10 +9,10 @@ export interface Running {
 /**
  * Runs until SIGTERM or SIGINT (or, with `stopWhenOrphaned`, until its parent process exits),
  * then calls `stop` once. If stopping takes longer than
- * `graceMs`, the process exits non-zero anyway (the orchestrator would SIGKILL it soon after;
- * exiting ourselves says so in the log first). A second signal exits at once.
+ * `timeoutMs` (SHUTDOWN_TIMEOUT_MS), the process exits non-zero anyway (the orchestrator would
+ * SIGKILL it soon after; exiting ourselves says so in the log first). A second signal exits at once.
  */
-export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, options: { stopWhenOrphaned?: boolean } = {}): Promise<number> {
+export function stopOnSignal(running: Running, log: Logger, timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS, options: { stopWhenOrphaned?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
     let stopping = false;
     let orphanWatch: NodeJS.Timeout | undefined;
@@ -22,11 +23,11 @@ export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, op
         process.exit(130);
       }
       stopping = true;
-      log.info('shutting down', { signal, graceMs });
+      log.info('shutting down', { signal, timeoutMs });
       const timer = setTimeout(() => {
-        log.error('shutdown grace period exceeded, exiting', { graceMs });
+        log.error('shutdown timeout exceeded, exiting', { timeoutMs });
         resolve(1);
-      }, graceMs);
+      }, timeoutMs);
       timer.unref();
       running.stop().then(
         () => {
@@ -41,8 +42,10 @@ export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, op
         },
       );
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    // `on`, not `once`: the second signal must reach onSignal too (exit 130, logged), rather than
+    // node's default action, which kills the process without a word.
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
     if (options.stopWhenOrphaned) {
       // `npx billing-loader` runs the loader under `sh -c`: npm passes a SIGTERM on to that shell,
       // which dies of it without passing it on, and the loader would run on, reparented. Its

@@ -1,4 +1,5 @@
 import { pino, type Logger as PinoLogger } from 'pino';
+import { VERSION } from './version.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
@@ -21,14 +22,19 @@ export interface Logger {
  * Field names whose values are never written, whatever logs them: generic secret names, and the
  * configuration's secret fields (databaseUrl may hold a password), at the top level or one down.
  */
-const SECRET_NAMES = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', 'databaseUrl', 'migrateDatabaseUrl', 'dashboardDatabaseUrl', 'billingClientSecret', 'billingPassword', 'ingressToken', 'kafkaSaslPassword', 'schemaRegistryPassword'];
+const SECRET_NAMES = ['password', 'secret', 'token', 'authorization', 'accessToken', 'clientSecret', 'databaseUrl', 'migrateDatabaseUrl', 'dashboardDatabaseUrl', 'billingClientSecret', 'billingPassword', 'ingressTokens', 'kafkaSaslPassword', 'schemaRegistryPassword'];
 const REDACT = [...SECRET_NAMES, ...SECRET_NAMES.map((n) => `*.${n}`)];
 
-export function createLogger(level: LogLevel = 'info', destination: NodeJS.WritableStream | number = 2): Logger {
+/**
+ * `service` names the process's role (ingress, enricher, sink, run, migrate, …; default
+ * billing-loader) on every line, beside the package version, so a log pipeline that gathers many
+ * processes can tell them and their builds apart.
+ */
+export function createLogger(level: LogLevel = 'info', destination: NodeJS.WritableStream | number = 2, options: { service?: string } = {}): Logger {
   const base = pino(
     {
       level,
-      base: { pid: process.pid },
+      base: { pid: process.pid, service: options.service ?? 'billing-loader', version: VERSION },
       redact: { paths: REDACT, censor: '[redacted]' },
       serializers: { err: pino.stdSerializers.err },
       timestamp: pino.stdTimeFunctions.isoTime,

@@ -57,7 +57,8 @@ export function readinessReporter(log: Logger): (readiness: Readiness) => void {
     const key = JSON.stringify(failing);
     if (key === last) return;
     last = key;
-    if (readiness.ready) log.info('ready');
+    if (readiness.ready && key === '{}') log.info('ready');
+    else if (readiness.ready) log.warn('ready, but a dependency it can do without is failing', { failing });
     else log.warn('not ready', { failing });
   };
 }

@@ -9,7 +9,8 @@ import { createHealth } from '../dist/health.js';
 import { createLogger } from '../dist/log.js';
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/dashboard.png' }, id: { type: 'string' }, chromium: { type: 'string', default: '/usr/bin/chromium' } } });
-const config = await cliConfig();
+// As the demo's: the local stack's services unless the environment names others.
+const config = await cliConfig('demo');
 const dashboard = await startDashboard({ log: createLogger('warn'), health: createHealth() }, config, { host: '127.0.0.1', port: 0 });
 const browser = await chromium.launch({ executablePath: values.chromium, args: ['--no-sandbox'] });
 try {

@@ -29,9 +29,9 @@ export function registerBackfill(program: Command): void {
     .addHelpText('after', '\nThe enricher must be running (or run later) to turn the backfilled objects into versions.')
     .addHelpText('after', environmentHelp('backfill'))
     .action(async (opts: { types?: ResourceType[]; restart?: boolean; pageSize?: number }) => {
-      const config = await cliConfig();
+      const config = await cliConfig('backfill');
       const apiOptions = billingApiClientOptions(config);
-      const log = createLogger(config.logLevel);
+      const log = createLogger(config.logLevel, undefined, { service: 'backfill' });
       const api = createBillingApiClient({ ...apiOptions, logger: log });
       const stop = new AbortController();
       const onSignal = () => stop.abort();

@@ -6,7 +6,7 @@ const config = loadConfig({ KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http:
 
 describe('startOrStop', () => {
   it('keeps the process not ready until every stage has started', async () => {
-    const c = composeComponents(config, { clientId: 'test' });
+    const c = composeComponents(config, { service: 'test', clientId: 'test' });
     let finish = () => {};
     const started = startOrStop(c, () => new Promise<void>((resolve) => (finish = resolve)));
     await new Promise((resolve) => setImmediate(resolve));
@@ -21,7 +21,7 @@ describe('startOrStop', () => {
   });
 
   it('stops what had started when the start fails, and stays not ready', async () => {
-    const c = composeComponents(config, { clientId: 'test' });
+    const c = composeComponents(config, { service: 'test', clientId: 'test' });
     let stopped = false;
     await expect(
       startOrStop(c, async () => {
@@ -36,7 +36,7 @@ describe('startOrStop', () => {
 
 describe('startOrStop deadline', () => {
   it('turns a start that never ends into a failed start, stopping what had started', async () => {
-    const c = composeComponents(config, { clientId: 'test' });
+    const c = composeComponents(config, { service: 'test', clientId: 'test' });
     let stopped = false;
     const hung = startOrStop(
       c,

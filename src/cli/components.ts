@@ -39,8 +39,9 @@ export interface Components {
   runUntilSignal(): Promise<number>;
 }
 
-export function composeComponents(config: Config, options: { clientId: string; logLevel?: LogLevel }): Components {
-  const log = createLogger(options.logLevel ?? config.logLevel);
+/** `service`: the command (ingress, enricher, sink, run, …), on every log line. */
+export function composeComponents(config: Config, options: { service: string; clientId: string; logLevel?: LogLevel }): Components {
+  const log = createLogger(options.logLevel ?? config.logLevel, undefined, { service: options.service });
   const metrics = createMetrics();
   const health = createHealth();
   const stops: (() => Promise<void>)[] = [];
@@ -72,7 +73,7 @@ export function composeComponents(config: Config, options: { clientId: string; l
       while (stops.length > 0) await stops.pop()?.();
     },
     runUntilSignal() {
-      return stopOnSignal({ stop: () => components.stop() }, log, undefined, stopOptions());
+      return stopOnSignal({ stop: () => components.stop() }, log, config.shutdownTimeoutMs, stopOptions());
     },
   };
   return components;

@@ -15,8 +15,8 @@ export function registerDashboard(program: Command): void {
         '\n\nServes the page, its JSON endpoints (/api/...), GET /healthz and /readyz on DASHBOARD_PORT; with OPS_PORT, /readyz with reasons and\n/metrics there too. It reads the warehouse as billing_loader_analyst in read-only transactions, whatever login\nDASHBOARD_DATABASE_URL (default DATABASE_URL) names: that login must be a member of billing_loader_analyst.',
     )
     .action(async () => {
-      const config = await cliConfig();
-      const c = composeComponents(config, { clientId: 'billing-loader-dashboard' });
+      const config = await cliConfig('dashboard');
+      const c = composeComponents(config, { service: 'dashboard', clientId: 'billing-loader-dashboard' });
       let port = 0;
       await startOrStop(c, async () => {
         const dashboard = await startDashboard(c, config);
@@ -24,7 +24,7 @@ export function registerDashboard(program: Command): void {
         c.onStop(() => dashboard.stop());
         if (config.opsPort !== undefined) await c.serveOps(config.opsPort);
       });
-      console.error(`dashboard: http://localhost:${port}/ reading schema ${config.databaseSchema}${config.opsPort !== undefined ? `; ops on :${config.opsPort}` : ''}`);
+      c.log.info('started', { url: `http://localhost:${port}/`, schema: config.databaseSchema, opsPort: config.opsPort });
       process.exitCode = await c.runUntilSignal();
     });
 }

@@ -39,7 +39,7 @@ export function registerDemo(program: Command): void {
     .addHelpText('after', environmentHelp('demo'))
     .action(async (opts: { duration: number; seed?: number }) => {
       const env = await cliEnvironment();
-      const config = await cliConfig(env);
+      const config = await cliConfig('demo', env);
       const configured = Boolean(env.KAFKA_BROKERS || env.SCHEMA_REGISTRY_URL || env.DATABASE_URL);
       if (!configured) {
         const dir = config.stackDir;
@@ -49,7 +49,7 @@ export function registerDemo(program: Command): void {
         say('1/5 using the configured services (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DATABASE_URL)');
       }
       // Quiet logs unless asked: the demo's own lines are the interface here.
-      const c = composeComponents(config, { clientId: 'billing-loader-demo', logLevel: env.LOG_LEVEL ? config.logLevel : 'error' });
+      const c = composeComponents(config, { service: 'demo', clientId: 'billing-loader-demo', logLevel: env.LOG_LEVEL ? config.logLevel : 'error' });
       const log = c.log;
       const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader demo', log, max: 2 });
       const seed = opts.seed ?? Date.now() % 1_000_000;

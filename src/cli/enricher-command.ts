@@ -13,8 +13,8 @@ export function registerEnricher(program: Command): void {
       environmentHelp('enricher'),
     )
     .action(async () => {
-      const config = await cliConfig();
-      const c = composeComponents(config, { clientId: 'billing-loader-enricher' });
+      const config = await cliConfig('enricher');
+      const c = composeComponents(config, { service: 'enricher', clientId: 'billing-loader-enricher' });
       const reader = c.billingApi();
       const opsPort = config.opsPort ?? config.enricherPort;
       await startOrStop(c, async () => {

@@ -11,11 +11,11 @@ export function registerIngress(program: Command): void {
     .addHelpText('after', environmentHelp('ingress'))
     .addHelpText('after', '\nPut it behind a TLS-terminating proxy and set INGRESS_TOKEN: the billing service signs nothing (docs/INGRESS.md).')
     .action(async () => {
-      const config = await cliConfig();
-      const c = composeComponents(config, { clientId: 'billing-loader-ingress' });
+      const config = await cliConfig('ingress');
+      const c = composeComponents(config, { service: 'ingress', clientId: 'billing-loader-ingress' });
       const running = await startIngress(c, config);
       c.onStop(() => running.stop());
-      console.error(`ingress: listening on port ${running.port} (POST /webhooks${config.ingressToken ? '/<INGRESS_TOKEN>' : ''})`);
+      c.log.info('started', { port: running.port, webhookPath: config.ingressTokens ? '/webhooks/<INGRESS_TOKEN>' : '/webhooks' });
       process.exitCode = await c.runUntilSignal();
     });
 }

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { UserError, errorMessage } from '../errors.js';
 import { kafkaAccessError } from '../kafka/client.js';
+import { VERSION } from '../version.js';
 import { registerBackfill } from './backfill-command.js';
 import { registerDashboard } from './dashboard-command.js';
 import { registerDemo } from './demo-command.js';
@@ -23,6 +24,7 @@ import { registerStack } from './stack-command.js';
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('billing-loader')
     .description('Loads the full history of a subscription billing service into PostgreSQL through Kafka.')
+    .version(VERSION, '--version', 'print the version and exit')
     .showHelpAfterError('(add --help for usage)')
     .exitOverride();
   registerStack(program);

@@ -12,8 +12,8 @@ export function registerMigrate(program: Command): void {
     .description('apply the SQL files in migrations/ in order, as the owner login (MIGRATE_DATABASE_URL, else DATABASE_URL); safe to run concurrently and repeatedly')
     .addHelpText('after', environmentHelp('migrate'))
     .action(async () => {
-      const config = await cliConfig();
-      const log = createLogger(config.logLevel).child({ component: 'migrate' });
+      const config = await cliConfig('migrate');
+      const log = createLogger(config.logLevel, undefined, { service: 'migrate' }).child({ component: 'migrate' });
       const pool = createPool({ databaseUrl: migrateDatabaseUrl(config), applicationName: 'billing-loader migrate', log, max: 1 });
       try {
         const result = await migrate(pool, { schema: config.databaseSchema, log });

@@ -24,8 +24,8 @@ export function registerRepartition(program: Command): void {
         '  billing-loader repartition --partitions 12',
     )
     .action(async (opts: { partitions?: number }) => {
-      const config = await cliConfig();
-      const log = createLogger(config.logLevel).child({ component: 'repartition' });
+      const config = await cliConfig('repartition');
+      const log = createLogger(config.logLevel, undefined, { service: 'repartition' }).child({ component: 'repartition' });
       const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-repartition', log });
       const report = await repartitionEnricherTopics(kafka, config.topicPrefix, { ...(opts.partitions !== undefined ? { partitions: opts.partitions } : {}), progress: (line) => console.error(line) });
       console.log(`repartition: both topics have ${report.partitions} partitions; moved ${report.headsMoved} head(s) and ${report.requestsMoved} pending request(s); start the enricher`);

@@ -58,8 +58,8 @@ export function registerReplay(program: Command): void {
       const chosen = [opts.toBeginning, opts.toTimestamp !== undefined, opts.toOffsets !== undefined, opts.rebuild].filter(Boolean).length;
       if (chosen !== 1) throw new UserError('choose exactly one of --to-beginning, --to-timestamp, --to-offsets, --rebuild');
       if (opts.allowTruncatedLog && !opts.rebuild) throw new UserError('--allow-truncated-log only applies to --rebuild');
-      const config = await cliConfig();
-      const log = createLogger(config.logLevel).child({ component: 'replay' });
+      const config = await cliConfig('replay');
+      const log = createLogger(config.logLevel, undefined, { service: 'replay' }).child({ component: 'replay' });
       const names = topicNames(config.topicPrefix);
       const groupId = opts.groupId ?? (opts.group === 'sink' ? sinkGroupId(config) : enricherGroupId(config.topicPrefix));
       const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-replay', log });

@@ -13,8 +13,8 @@ export function registerRun(program: Command): void {
       environmentHelp('run'),
     )
     .action(async () => {
-      const config = await cliConfig();
-      const c = composeComponents(config, { clientId: 'billing-loader' });
+      const config = await cliConfig('run');
+      const c = composeComponents(config, { service: 'run', clientId: 'billing-loader' });
       const reader = c.billingApi();
       let ingressPort = 0;
       await startOrStop(c, async () => {
@@ -22,7 +22,7 @@ export function registerRun(program: Command): void {
         ingressPort = pipeline.ingress.port;
         c.onStop(() => pipeline.stop());
       });
-      console.error(`run: ingress listening on port ${ingressPort}; enricher and sink running`);
+      c.log.info('started', { ingressPort, stages: ['ingress', 'enricher', 'sink'] });
       process.exitCode = await c.runUntilSignal();
     });
 }

@@ -88,7 +88,7 @@ export function registerSimulate(program: Command): void {
     .option('--client-secret <secret>', 'client secret (default: random per start)')
     .addHelpText('after', '\nPrints BILLING_API_URL, BILLING_AUTH_URL, BILLING_CLIENT_ID and BILLING_CLIENT_SECRET as KEY=value lines on\nstdout, logs on stderr, and runs until SIGINT/SIGTERM. Details and assumptions: docs/SIMULATOR.md')
     .action(async (opts: SimulateOptions & { webhooks: boolean }) => {
-      const log = createLogger((await cliConfig()).logLevel).child({ component: 'simulator' });
+      const log = createLogger((await cliConfig('simulate')).logLevel, undefined, { service: 'simulate' }).child({ component: 'simulator' });
       const sim = await runSimulate({ ...opts, webhookUrl: opts.webhooks ? opts.webhookUrl : undefined }, { log, print: (line) => console.log(line) });
       process.exitCode = await stopOnSignal(sim, log);
     });

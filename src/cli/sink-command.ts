@@ -14,15 +14,15 @@ export function registerSink(program: Command): void {
         '\n\nServes GET /healthz, /readyz and /metrics on OPS_PORT, else SINK_PORT. Records that cannot be decoded or are refused go to\n<prefix>.snapshots.dlq or <prefix>.webhooks.dlq (the one matching their topic).',
     )
     .action(async () => {
-      const config = await cliConfig();
-      const c = composeComponents(config, { clientId: 'billing-loader-sink' });
+      const config = await cliConfig('sink');
+      const c = composeComponents(config, { service: 'sink', clientId: 'billing-loader-sink' });
       const opsPort = config.opsPort ?? config.sinkPort;
       await startOrStop(c, async () => {
         await c.serveOps(opsPort);
         const sink = await startSink(c, config);
         c.onStop(() => sink.stop());
       });
-      console.error(`sink: consuming as group ${sinkGroupId(config)} into schema ${config.databaseSchema}; ops on :${opsPort}`);
+      c.log.info('started', { groupId: sinkGroupId(config), schema: config.databaseSchema, opsPort });
       process.exitCode = await c.runUntilSignal();
     });
 }

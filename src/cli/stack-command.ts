@@ -35,7 +35,7 @@ export function registerStack(program: Command): void {
     .option('--kafka-version <line>', `Kafka release line: ${KAFKA_LINES.map((l) => `${l.name} (${l.version})`).join(', ')}`, kafkaVersionArg)
     .addHelpText('after', `\nPorts and the Kafka line default to those of the last \`stack up\` (else 19092, 19093, 18081, 15432, Kafka ${KAFKA_LINES[KAFKA_LINES.length - 1]?.name}).\nSwitching the Kafka line needs \`stack down\` first; each line keeps its own data.\nUse in a shell: eval "$(billing-loader stack up)"`)
     .action(async (opts: { kafkaPort?: number; kafkaControllerPort?: number; registryPort?: number; postgresPort?: number; kafkaVersion?: KafkaLine }) => {
-      const dir = (await cliConfig()).stackDir;
+      const dir = (await cliConfig('stack')).stackDir;
       const savedPorts = readStackPorts(dir);
       const ports: StackPorts = {
         kafka: opts.kafkaPort ?? savedPorts.kafka,
@@ -53,7 +53,7 @@ export function registerStack(program: Command): void {
     .command('down')
     .description('stop the local services this stack started (data is kept)')
     .action(async () => {
-      const dir = (await cliConfig()).stackDir;
+      const dir = (await cliConfig('stack')).stackDir;
       await stackDown({ dir, ports: readStackPorts(dir), progress });
       progress('stack: stopped');
     });
@@ -62,7 +62,7 @@ export function registerStack(program: Command): void {
     .command('status')
     .description('report each local service: running (with pid and port) or stopped; exit 0 when all run, 3 otherwise')
     .action(async () => {
-      const dir = (await cliConfig()).stackDir;
+      const dir = (await cliConfig('stack')).stackDir;
       const rows = stackStatus({ dir, ports: readStackPorts(dir) });
       for (const r of rows) console.log(`${r.name.padEnd(16)} ${r.state.padEnd(8)} port ${r.port}${r.pid === undefined ? '' : `  pid ${r.pid}`}${r.version ? `  ${r.version}` : ''}`);
       if (rows.some((r) => r.state !== 'running')) process.exitCode = 3;

@@ -1,4 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
 import type { Admin, Kafka } from 'kafkajs';
@@ -33,13 +34,14 @@ export type IngressConfig = Pick<
   | 'topicPrefix'
   | 'topicPartitions'
   | 'ingressPort'
-  | 'ingressToken'
+  | 'ingressTokens'
   | 'ingressMaxBodyBytes'
   | 'ingressMaxPendingBytes'
   | 'ingressMaxConnections'
   | 'ingressHeadersTimeoutMs'
   | 'ingressRequestTimeoutMs'
   | 'ingressKeepAliveTimeoutMs'
+  | 'ingressShutdownDelayMs'
   | 'opsPort'
 > & {
   /** Interface to listen on. Default 0.0.0.0. */
@@ -67,7 +69,9 @@ const MAX_BATCH_BYTES = 900_000;
 /**
  * Starts the ingress: creates the webhooks topic if missing, registers the record schema,
  * connects the producer, then serves POST /webhooks and the ops routes. `stop` answers 503 to
- * new webhooks and to /readyz, waits for the webhooks being handled, then closes everything.
+ * /readyz at once but keeps taking webhooks for `ingressShutdownDelayMs` (a load balancer takes
+ * a while to stop sending), then answers 503 to new webhooks, waits for the webhooks being
+ * handled, and closes everything.
  */
 export async function startIngress(deps: IngressDeps, config: IngressConfig): Promise<RunningIngress> {
   const log = deps.log.child({ component: 'ingress' });
@@ -105,11 +109,11 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
       encode: (record) => deps.registry.encode(schemaId, record),
       maxBodyBytes: config.ingressMaxBodyBytes,
       maxPendingBytes: config.ingressMaxPendingBytes,
-      token: config.ingressToken,
+      tokens: config.ingressTokens,
       isStopping,
     });
     const tracked = trackInFlight(handler, inFlight);
-    const tokenConfigured = config.ingressToken !== undefined;
+    const tokenConfigured = config.ingressTokens !== undefined;
     const app = buildApp(deps, log, tokenConfigured ? '/webhooks/:token' : '/webhooks', tracked, config.opsPort === undefined);
     if (config.opsPort !== undefined) ops = await startOps(deps, config.opsPort, config.host ?? '0.0.0.0');
     const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0', config);
@@ -117,8 +121,15 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     log.info('ingress listening', { port, opsPort: ops?.port, topic, schemaId, tokenInPath: tokenConfigured });
 
     const stop = async () => {
-      stopping = true;
       deps.health.setCondition('ingress', 'shutting down');
+      if (config.ingressShutdownDelayMs > 0) {
+        // Kubernetes removes a stopping pod from its Service's endpoints at the same time as it
+        // sends SIGTERM, not before: a load balancer may send webhooks for a few seconds more,
+        // which would all get 503 if the ingress refused them at once.
+        log.info('ingress shutdown delay: /readyz answers 503, webhooks still accepted', { delayMs: config.ingressShutdownDelayMs });
+        await sleep(config.ingressShutdownDelayMs);
+      }
+      stopping = true;
       log.info('ingress stopping: new webhooks get 503, finishing the ones in flight', { inFlight: inFlight.size });
       await Promise.allSettled([...inFlight]);
       // Every caller has its answer; what may still be in flight was answered 503 (timeout).
@@ -184,12 +195,17 @@ function trackInFlight(handler: WebhookHandler, inFlight: Set<Promise<void>>): W
   };
 }
 
-/** Readiness: the broker answers metadata for the topic, and the registry answers. */
+/**
+ * Readiness: the broker answers metadata for the topic. The registry is reported too, but does
+ * not make the ingress not ready: it encodes with the schema id it registered at start, so a
+ * registry outage does not stop it taking webhooks, and readiness tied to it would take every
+ * ingress out of the load balancer at once.
+ */
 function addReadinessChecks(deps: IngressDeps, admin: Admin, topic: string): void {
   deps.health.addCheck('ingress.kafka', async () => {
     await admin.fetchTopicMetadata({ topics: [topic] });
   });
-  deps.health.addCheck('ingress.schema-registry', () => deps.registry.ping());
+  deps.health.addCheck('ingress.schema-registry', () => deps.registry.ping(), { informational: true });
 }
 
 type ServerLimits = Pick<IngressConfig, 'ingressMaxConnections' | 'ingressHeadersTimeoutMs' | 'ingressRequestTimeoutMs' | 'ingressKeepAliveTimeoutMs'>;

@@ -13,12 +13,23 @@ describe('isJsonContentType', () => {
 
 describe('tokenMatcher', () => {
   const token = 'a-secret-token-0123456789';
-  const matches = tokenMatcher(token);
+  const matches = tokenMatcher([token]);
   it('matches only the exact token', () => {
     expect(matches(token)).toBe(true);
     expect(matches(token.toUpperCase())).toBe(false);
     expect(matches(token.slice(0, -1))).toBe(false);
     expect(matches(`${token}x`)).toBe(false);
+    expect(matches('')).toBe(false);
+  });
+});
+
+describe('tokenMatcher with several tokens (rotation)', () => {
+  const matches = tokenMatcher(['old-token-0123456789', 'new-token-0123456789']);
+  it('matches each listed token exactly, and nothing else', () => {
+    expect(matches('old-token-0123456789')).toBe(true);
+    expect(matches('new-token-0123456789')).toBe(true);
+    expect(matches('old-token-0123456789,new-token-0123456789')).toBe(false);
+    expect(matches('new-token-012345678')).toBe(false);
     expect(matches('')).toBe(false);
   });
 });

@@ -21,11 +21,17 @@ export function isJsonContentType(header: string | undefined): boolean {
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
- * A comparison of a request's token with the configured one, in constant time. Both are hashed
- * first, so the buffers timingSafeEqual compares always have the same length and neither the
- * token's characters nor its length leak through response timing.
+ * A comparison of a request's token with the configured ones (several during a rotation), in
+ * constant time. Both sides are hashed first, so the buffers timingSafeEqual compares always have
+ * the same length and neither the tokens' characters nor their length leak through response
+ * timing; every configured token is compared, so neither does which one matched.
  */
-export function tokenMatcher(expected: string): (given: string) => boolean {
-  const expectedDigest = digest(expected);
-  return (given) => timingSafeEqual(expectedDigest, digest(given));
+export function tokenMatcher(expected: readonly string[]): (given: string) => boolean {
+  const expectedDigests = expected.map(digest);
+  return (given) => {
+    const givenDigest = digest(given);
+    let matched = false;
+    for (const d of expectedDigests) matched = timingSafeEqual(d, givenDigest) || matched;
+    return matched;
+  };
 }

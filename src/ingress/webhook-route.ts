@@ -19,8 +19,8 @@ export interface WebhookRouteDeps {
   maxBodyBytes: number;
   /** INGRESS_MAX_PENDING_BYTES: once the producer holds this much, a webhook is refused before its body is read. */
   maxPendingBytes: number;
-  /** The secret path segment, when configured; the route then has a `:token` parameter. */
-  token: string | undefined;
+  /** The secret path segments (several during a rotation), when configured; the route then has a `:token` parameter. */
+  tokens: readonly string[] | undefined;
   /** True once shutdown began: new webhooks get 503 so the sender retries elsewhere or later. */
   isStopping(): boolean;
 }
@@ -40,7 +40,7 @@ export type WebhookHandler = (req: IncomingMessage, res: ServerResponse, givenTo
  */
 export function webhookHandler(deps: WebhookRouteDeps): WebhookHandler {
   const { log, metrics } = deps;
-  const tokenMatches = deps.token === undefined ? undefined : tokenMatcher(deps.token);
+  const tokenMatches = deps.tokens === undefined ? undefined : tokenMatcher(deps.tokens);
   const reply = (res: ServerResponse, status: number, body: object) => {
     metrics.requests.inc({ status: String(status) });
     const json = JSON.stringify(body);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { ConnectionOptions } from 'node:tls';
-import { Kafka, Partitioners, logLevel as KafkaLogLevel, type LogEntry, type SASLOptions, type logCreator } from 'kafkajs';
+import { isIP } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import { Kafka, Partitioners, logLevel as KafkaLogLevel, type ISocketFactory, type LogEntry, type SASLOptions, type logCreator } from 'kafkajs';
 import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -16,23 +17,49 @@ export interface KafkaOptions {
   /** TLS to the brokers (true: the system's trusted CAs). */
   ssl?: ConnectionOptions | boolean;
   sasl?: SASLOptions;
+  /** How connections are opened (kafkaConnection's, to read the PEM files on each); default kafkajs's. */
+  socketFactory?: ISocketFactory;
 }
 
 export type KafkaConnectionConfig = Pick<Config, 'kafkaBrokers' | 'kafkaSsl' | 'kafkaSslCaFile' | 'kafkaSslCertFile' | 'kafkaSslKeyFile' | 'kafkaSaslMechanism' | 'kafkaSaslUsername' | 'kafkaSaslPassword'>;
 
 /**
  * Where and how to reach Kafka, from the configuration (loadConfig checked the combination):
- * spread into createKafka's options. PEM files are read here, once per client.
+ * spread into createKafka's options. With PEM files configured, the socket factory reads them
+ * again for every connection it opens, so a CA or client certificate renewed on disk (by
+ * cert-manager, Vault, a mounted secret) is used from the next reconnect on, without a restart.
  */
-export function kafkaConnection(config: KafkaConnectionConfig): Pick<KafkaOptions, 'brokers' | 'ssl' | 'sasl'> {
-  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-  const tls: ConnectionOptions = {};
-  if (config.kafkaSslCaFile) tls.ca = read(config.kafkaSslCaFile);
-  if (config.kafkaSslCertFile) tls.cert = read(config.kafkaSslCertFile);
-  if (config.kafkaSslKeyFile) tls.key = read(config.kafkaSslKeyFile);
-  const ssl = config.kafkaSsl ? (Object.keys(tls).length > 0 ? tls : true) : undefined;
+export function kafkaConnection(config: KafkaConnectionConfig): Pick<KafkaOptions, 'brokers' | 'ssl' | 'sasl' | 'socketFactory'> {
+  const withFiles = Boolean(config.kafkaSslCaFile || config.kafkaSslCertFile || config.kafkaSslKeyFile);
+  const ssl = config.kafkaSsl ? true : undefined;
   const sasl = saslOptions(config);
-  return { brokers: config.kafkaBrokers, ...(ssl === undefined ? {} : { ssl }), ...(sasl === undefined ? {} : { sasl }) };
+  return {
+    brokers: config.kafkaBrokers,
+    ...(ssl === undefined ? {} : { ssl }),
+    ...(sasl === undefined ? {} : { sasl }),
+    ...(config.kafkaSsl && withFiles ? { socketFactory: tlsSocketFactory(config) } : {}),
+  };
+}
+
+/** The TLS options of the PEM files, read now. */
+export function kafkaTlsFiles(config: Pick<KafkaConnectionConfig, 'kafkaSslCaFile' | 'kafkaSslCertFile' | 'kafkaSslKeyFile'>): ConnectionOptions {
+  const tls: ConnectionOptions = {};
+  if (config.kafkaSslCaFile) tls.ca = readFileSync(config.kafkaSslCaFile);
+  if (config.kafkaSslCertFile) tls.cert = readFileSync(config.kafkaSslCertFile);
+  if (config.kafkaSslKeyFile) tls.key = readFileSync(config.kafkaSslKeyFile);
+  return tls;
+}
+
+/** kafkajs keeps idle broker connections alive with this probe delay; so does our factory. */
+const KEEP_ALIVE_DELAY_MS = 60_000;
+
+/** kafkajs's own socket factory, but with the PEM files read for each connection. */
+function tlsSocketFactory(config: KafkaConnectionConfig): ISocketFactory {
+  return ({ host, port, ssl, onConnect }) => {
+    const socket = tlsConnect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...(typeof ssl === 'object' ? ssl : {}), ...kafkaTlsFiles(config) }, onConnect);
+    socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+    return socket;
+  };
 }
 
 function saslOptions(config: KafkaConnectionConfig): SASLOptions | undefined {
@@ -106,6 +133,7 @@ export function createKafka(options: KafkaOptions): Kafka {
     brokers: options.brokers,
     ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
     ...(options.sasl === undefined ? {} : { sasl: options.sasl }),
+    ...(options.socketFactory === undefined ? {} : { socketFactory: options.socketFactory }),
     connectionTimeout: options.connectionTimeoutMs ?? 3000,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     logLevel: KafkaLogLevel.INFO,

@@ -4,7 +4,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import avro from 'avsc';
-import { Agent as UndiciAgent, fetch as undiciFetch, type RequestInit } from 'undici';
+import { Agent as UndiciAgent, buildConnector, fetch as undiciFetch, type RequestInit } from 'undici';
 import type { Config } from '../config.js';
 import { LoaderError } from '../errors.js';
 import { packageRoot } from '../package-root.js';
@@ -30,16 +30,28 @@ export interface Registry {
   ping(): Promise<void>;
 }
 
+/** A keep-alive https agent that reads its CA file for each new connection, not once. */
+class CaFileHttpsAgent extends HttpsAgent {
+  constructor(private readonly caFile: string) {
+    super({ keepAlive: true });
+  }
+
+  override createConnection(options: Parameters<HttpsAgent['createConnection']>[0], callback?: Parameters<HttpsAgent['createConnection']>[1]): ReturnType<HttpsAgent['createConnection']> {
+    return super.createConnection({ ...options, ca: readFileSync(this.caFile) }, callback);
+  }
+}
+
 export type RegistrySettings = Pick<Config, 'schemaRegistryUrl' | 'schemaRegistryUsername' | 'schemaRegistryPassword' | 'schemaRegistryCaFile'>;
 
 /** `target`: the registry's base URL, or the configuration (URL, basic auth, CA of an https URL). */
 export function createRegistry(target: string | RegistrySettings): Registry {
   const settings: RegistrySettings = typeof target === 'string' ? { schemaRegistryUrl: target, schemaRegistryUsername: undefined, schemaRegistryPassword: undefined, schemaRegistryCaFile: undefined } : target;
   const baseUrl = settings.schemaRegistryUrl;
-  const ca = settings.schemaRegistryCaFile ? readFileSync(settings.schemaRegistryCaFile) : undefined;
+  const caFile = settings.schemaRegistryCaFile;
   const auth = settings.schemaRegistryUsername && settings.schemaRegistryPassword ? { username: settings.schemaRegistryUsername, password: settings.schemaRegistryPassword } : undefined;
-  const client = new SchemaRegistry({ host: baseUrl, ...(auth ? { auth } : {}), ...(ca ? { agent: new HttpsAgent({ ca, keepAlive: true }) } : {}) });
-  const dispatcher = ca ? new UndiciAgent({ connect: { ca } }) : undefined;
+  const client = new SchemaRegistry({ host: baseUrl, ...(auth ? { auth } : {}), ...(caFile ? { agent: new CaFileHttpsAgent(caFile) } : {}) });
+  // The CA file is read for each new connection (a CA renewed on disk is used from the next one).
+  const dispatcher = caFile ? new UndiciAgent({ connect: (options, callback) => buildConnector({ ca: readFileSync(caFile) })(options, callback) }) : undefined;
   const authorization = auth ? { Authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` } : {};
   const api = (path: string, init?: RequestInit) =>
     undiciFetch(`${baseUrl}${path}`, { ...init, ...(dispatcher ? { dispatcher } : {}), headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json', ...authorization, ...(init?.headers as Record<string, string> | undefined) } });

@@ -158,6 +158,8 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     ...(component === 'enricher' && stateDirs[instance] ? { ENRICHER_STATE_DIR: stateDirs[instance] } : {}),
     // Rereads of 404s on the scale of a test run: the drain waits for every one of them.
     ENRICHER_NOT_FOUND_WINDOW_MS: '3000',
+    // Several components share two cores here: the drain gets the room of a generous supervisor.
+    SHUTDOWN_TIMEOUT_MS: '30000',
     ENRICHER_GONE_CONFIRM_MS: '1000',
     ...options.componentEnv?.[component],
   });
@@ -197,7 +199,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     const child = running(component, instance);
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     child.kill('SIGTERM');
-    // The loader's own drain limit is 30 s: a process still there well after it is stuck.
+    // The loader's own drain limit is SHUTDOWN_TIMEOUT_MS (30 s here): a process still there well after it is stuck.
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     const [code, signal] = await exited;
     clearTimeout(timer);

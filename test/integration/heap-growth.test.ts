@@ -40,7 +40,7 @@ describe('heap growth', () => {
   });
 
   it('is applied from HEAP_GROWTH_PERCENT when a command loads its configuration', () => {
-    expect(factorsAfterFullGc('await cli.cliConfig();', [], { HEAP_GROWTH_PERCENT: '70' })).toContain('1.7');
+    expect(factorsAfterFullGc("await cli.cliConfig('stack');", [], { HEAP_GROWTH_PERCENT: '70' })).toContain('1.7');
   });
 
   it('is applied by the executable before the modules whose loading runs the first full collections', () => {

@@ -46,7 +46,7 @@ export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env:
   const registry = createRegistry(config.schemaRegistryUrl);
   const health = createHealth();
   const metrics = createMetrics();
-  const ingress = await startIngress({ log, kafka, registry, health, metrics }, { ...config, ingressToken: config.ingressToken, ingressPort: 0, host: '127.0.0.1', ...tuning });
+  const ingress = await startIngress({ log, kafka, registry, health, metrics }, { ...config, ingressTokens: config.ingressTokens, ingressPort: 0, host: '127.0.0.1', ...tuning });
   const topic = topicNames(config.topicPrefix).webhooks;
   let stopped = false;
 
