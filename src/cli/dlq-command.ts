@@ -41,7 +41,7 @@ function withFilters(c: Command): Command {
 }
 
 async function connect() {
-  const config = await cliConfig();
+  const config = await cliConfig('dlq');
   const log = createLogger(config.logLevel).child({ component: 'dlq' });
   const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-dlq', log });
   return { config, kafka, registry: createRegistry(config), names: topicNames(config.topicPrefix) };

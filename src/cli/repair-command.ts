@@ -21,7 +21,7 @@ export function registerRepair(program: Command): void {
         '  billing-loader repair heads --dry-run',
     )
     .action(async (opts: { dryRun?: boolean }) => {
-      const config = await cliConfig();
+      const config = await cliConfig('repair');
       const log = createLogger(config.logLevel).child({ component: 'repair' });
       const kafka = createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-repair', log });
       const report = await repairHeads({ kafka, registry: createRegistry(config), prefix: config.topicPrefix, ...(opts.dryRun ? { dryRun: true } : {}), progress: (line) => console.error(line) });
