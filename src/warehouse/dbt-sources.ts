@@ -41,12 +41,14 @@ const COMMON: Record<string, string> = {
 const VALUE_TESTS: Partial<Record<ResourceType, Record<string, string[]>>> = {
   Contract: {
     // Upstream data, not ours: a status the service adds later warns instead of failing the build.
-    status: ["accepted_values: { arguments: { values: ['InTrial', 'Active', 'Ended'] }, config: { severity: warn } }"],
+    status: ["accepted_values: { arguments: { values: ['InTrial', 'Active', 'Ended', 'TrialExpired', 'TemporarilyInactive', 'Draft', 'InOrderProcess'] }, config: { severity: warn } }"],
   },
 };
 
 function typedDescription(key: string, type: string): string {
-  return `The body's \`${key}\` (any letter case) as ${type}; null when absent, JSON null or not castable to ${type}.`;
+  const what = key.includes('.') ? `The body's \`${key}\` (a nested key, each step in any letter case)` : `The body's \`${key}\` (any letter case)`;
+  const as = type === 'date' ? 'date (the UTC date of a timestamp; a date-only value as it is)' : type;
+  return `${what} as ${as}; null when absent, JSON null or not castable to ${type}.`;
 }
 
 function typeTables(type: ResourceType, typed: TypedColumns): Table[] {
