@@ -91,7 +91,8 @@ function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
  * service may change the case of property names without notice (spec 9.3), inside an object or
  * an array of objects too (a contract's Phases). Evaluated only for values that differ as stored.
  */
-function sameUpToCase(a: string, b: string): string {
+function sameUpToCase(a: string, b: string, folding: boolean): string {
+  if (!folding) return 'true';
   return `((jsonb_typeof(${a}) IN ('object', 'array') OR jsonb_typeof(${b}) IN ('object', 'array')) IS NOT TRUE OR wh_case_folded(${a}) IS DISTINCT FROM wh_case_folded(${b}))`;
 }
 
@@ -110,7 +111,7 @@ function sameUpToCase(a: string, b: string): string {
  * (constraint_exclusion's default, `partition`, checks appendrel members), hence the empty second
  * member beside the key list and beside the body diff.
  */
-function changesSql(type: ResourceType, keys: readonly string[]): string {
+function changesSql(type: ResourceType, keys: readonly string[], folding: boolean): string {
   const fields = (body: string) => `SELECT lower(e.key) AS k, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(${body}) = 'object' THEN ${body} END) e`;
   const keyList = keys.length === 0 ? `'{}'::text[]` : `ARRAY[${keys.map(lit).join(', ')}]::text[]`;
   return `SELECT f.resource_id,
@@ -131,7 +132,7 @@ function changesSql(type: ResourceType, keys: readonly string[]): string {
                               SELECT NULL WHERE false) k
                        WHERE k.field = ANY (${keyList})) d
   LEFT JOIN resource_versions r ON r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version
- WHERE f.resource_type = ${lit(type)} AND d.old_value IS DISTINCT FROM d.new_value AND ${sameUpToCase('d.old_value', 'd.new_value')}
+ WHERE f.resource_type = ${lit(type)} AND d.old_value IS DISTINCT FROM d.new_value AND ${sameUpToCase('d.old_value', 'd.new_value', folding)}
 UNION ALL
 SELECT r.resource_id,
        r.version,
@@ -151,7 +152,7 @@ SELECT r.resource_id,
                                 FULL JOIN (${fields('prev.body')}) pf ON pf.k = nf.k
                               UNION ALL
                               SELECT NULL, NULL, NULL WHERE false) u
-                       WHERE u.field <> ALL (${keyList}) AND u.old_value IS DISTINCT FROM u.new_value AND ${sameUpToCase('u.old_value', 'u.new_value')}) d
+                       WHERE u.field <> ALL (${keyList}) AND u.old_value IS DISTINCT FROM u.new_value AND ${sameUpToCase('u.old_value', 'u.new_value', folding)}) d
  WHERE r.resource_type = ${lit(type)}`;
 }
 
@@ -234,9 +235,12 @@ export async function createAnalystObjects(client: pg.PoolClient, schema: string
   const s = quoteIdent(schema);
   const views: [string, string][] = [[LATEST_VIEW, latestSql()]];
   const kept = factKeys(typed);
+  // wh_case_folded comes with migration 0015; migrated from an older release's files, there is
+  // none, and <t>_changes compares the stored values as they are.
+  const folding = (await client.query<{ f: string | null }>(`SELECT to_regprocedure($1) AS f`, [`${s}.wh_case_folded(jsonb)`])).rows[0]?.f != null;
   for (const type of RESOURCE_TYPES) {
     const table = RESOURCE_TYPE_INFO[type].table;
-    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type])]);
+    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type], folding)]);
   }
   views.push([TYPED_COLUMN_ERRORS_VIEW, errorsSql(typed)]);
 
