@@ -126,7 +126,7 @@ function pacer(from: number, to: number, durationMs: number): (at: number) => nu
 }
 
 /**
- * The account's own story, once per population from halfway through its spread: a price rise
+ * The account's own story, once per population: a price rise
  * of 5 % (contracts are billed the new fees from their next period), a renamed plan, and a beta
  * plan launched and retired again: every catalog event.
  */
@@ -155,7 +155,10 @@ function planPopulation(deps: ScenarioDeps, accountStories: readonly Story[], st
       random: deps.random,
       now: () => deps.clock.now(),
     });
-  for (const story of accountStories) planStory(story, origin + Math.floor(spreadDays / 2) * DAY_MS + 12 * 3_600_000);
+  // The account's changes fall amid the customers' billing: halfway through the history, or a
+  // month after the last signup when the history has no end (first bills come after 30 days).
+  const accountStart = endAt !== undefined ? origin + Math.floor((endAt - origin) / DAY_MS / 2) * DAY_MS : origin + (spreadDays + 30) * DAY_MS;
+  for (const story of accountStories) planStory(story, accountStart + 12 * 3_600_000);
   for (let i = 0; i < customers; i++) {
     const story = stories[i % stories.length]!;
     // Whole days keep a story's own intervals exact (TriggerDays counts whole days); the hour interleaves stories.
