@@ -56,6 +56,8 @@ export function registerDemo(program: Command): void {
       const sim = await startSimulator({
         seed,
         faults: { latencyMs: 20 },
+        // Served, so a loader configured to read the escalation settings finds them.
+        escalationSettings: true,
         // Upstream delivers late, twice and out of order (spec 6.1.7); so does the demo.
         delivery: { retryBaseDelayMs: 200, duplicateRate: 0.1, reorderRate: 0.1, lateRate: 0.05, lateDelayMs: 2000 },
       });
