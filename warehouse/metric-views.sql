@@ -286,10 +286,11 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- One row per episode: a contract's steps from its first PaymentEscalated after the previous
 -- reset to the next reset (or still open), in order of receipt. A step redelivered (the same
 -- TriggerDays and DueDate within an episode) counts once. The service dates neither a step nor a
--- reset, and sends each webhook when it happens: started_at and ended_at are when the ingress
--- received the first step and the reset (a redelivery is late by its retry delay), a clock of its
--- own, like every time of the episodes. due_date: the DueDate of the latest step (of the oldest
--- open position, from which TriggerDays counts).
+-- reset. A step fired TriggerDays days after the DueDate of the oldest open position (spec 6.2):
+-- started_at is that day of the first step (DueDate + TriggerDays; its receipt when either is
+-- missing). The reset is placed after it by the time that passed between the first step's
+-- webhook and the reset's, and never before the last step (each webhook is sent when it
+-- happens; a redelivery is late by its retry delay). due_date: the DueDate of the latest step.
 --
 -- outcome, only as far as the history shows it: the contract's Balance as read right after the
 -- reset, which is the first contract version that the reset caused the loader to read, else
@@ -297,7 +298,11 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- received before the reset. paid: Balance >= 0 (nothing owed: the service resets on its own
 -- once paid); reset: Balance < 0 (reset while still owed). unknown: no such version, no Balance,
 -- or a webhook about the contract or one of its payments arrived after the reset and before that
--- read (the read may already show a later payment). open: not reset yet.
+-- read (the read may already show a later payment). open: not reset yet. outcome_read_at: when
+-- the loader read the version the outcome rests on. A payment the service records between the
+-- reset and that read, and whose webhook arrives only after the read, cannot be told apart from
+-- one before the reset: the outcome is an inference from what the loader read, exact when the
+-- read follows the reset by less than the time to the next payment.
 CREATE VIEW metric_escalation_episodes AS
 WITH events AS MATERIALIZED (
   SELECT w.event_id, w.event, w.received_at, k.contract_id, k.customer_id, k.trigger_days, k.due_date
@@ -315,7 +320,8 @@ WITH events AS MATERIALIZED (
                     OVER (PARTITION BY e.contract_id ORDER BY e.received_at, e.event_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS episode_no
     FROM events e
 ), steps AS (
-  SELECT DISTINCT ON (n.contract_id, n.episode_no, n.trigger_days, n.due_date) n.*
+  SELECT DISTINCT ON (n.contract_id, n.episode_no, n.trigger_days, n.due_date) n.*,
+         COALESCE(n.due_date + n.trigger_days * interval '1 day', n.received_at) AS step_at
     FROM numbered n
    WHERE n.event = 'PaymentEscalated'
    ORDER BY n.contract_id, n.episode_no, n.trigger_days, n.due_date, n.received_at, n.event_id
@@ -323,7 +329,9 @@ WITH events AS MATERIALIZED (
   SELECT s.contract_id, s.episode_no,
          (array_agg(s.event_id ORDER BY s.received_at, s.event_id))[1] AS first_event_id,
          (array_agg(s.customer_id ORDER BY s.received_at, s.event_id) FILTER (WHERE s.customer_id IS NOT NULL))[1] AS customer_id,
-         min(s.received_at) AS started_at,
+         (array_agg(s.step_at ORDER BY s.received_at, s.event_id))[1] AS started_at,
+         max(s.step_at) AS last_step_at,
+         min(s.received_at) AS first_received_at,
          COALESCE(array_agg(s.trigger_days ORDER BY s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
          (array_agg(s.due_date ORDER BY s.received_at DESC, s.event_id DESC))[1] AS due_date
     FROM steps s
@@ -334,7 +342,9 @@ WITH events AS MATERIALIZED (
    WHERE n.event = 'PaymentEscalationReset'
    ORDER BY n.contract_id, n.episode_no, n.received_at, n.event_id
 ), closed AS (
-  SELECT e.*, r.event_id AS reset_event_id, r.received_at AS ended_at, COALESCE(listed.version, before.version) AS read_version
+  SELECT e.*, r.event_id AS reset_event_id, r.received_at AS reset_received_at,
+         CASE WHEN r.received_at IS NOT NULL THEN GREATEST(e.started_at + (r.received_at - e.first_received_at), e.last_step_at) END AS ended_at,
+         COALESCE(listed.version, before.version) AS read_version
     FROM episodes e
     LEFT JOIN resets r ON r.contract_id = e.contract_id AND r.episode_no = e.episode_no
     -- The first contract version the reset made the loader read.
@@ -360,16 +370,20 @@ SELECT c.first_event_id::text AS episode_id,
        CASE WHEN c.reset_event_id IS NULL THEN 'open'
             WHEN h.balance IS NULL THEN 'unknown'
             WHEN EXISTS (SELECT FROM webhook_events w
-                          WHERE w.received_at > c.ended_at AND w.received_at <= h.valid_from
+                          WHERE w.received_at > c.reset_received_at AND w.received_at <= h.valid_from
                             AND (wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) = c.contract_id
                                  OR wh_as_text(wh_field(w.payload, 'PaymentTransactionId', 'paymentTransactionId', 'paymenttransactionid'))
                                     IN (SELECT t.resource_id FROM payment_transaction_history t WHERE t.contract_id = c.contract_id))) THEN 'unknown'
             WHEN h.balance >= 0 THEN 'paid'
             ELSE 'reset'
        END AS outcome,
-       c.ended_at - c.started_at AS duration
+       c.ended_at - c.started_at AS duration,
+       c.first_received_at,
+       c.reset_received_at,
+       h.valid_from AS outcome_read_at
   FROM closed c
-  LEFT JOIN contract_history h ON h.resource_id = c.contract_id AND h.version = c.read_version;
+  LEFT JOIN contract_history h ON h.resource_id = c.contract_id AND h.version = c.read_version
+ WHERE c.started_at <= now();
 
 -- The public form: every escalation episode started by now.
 CREATE VIEW payment_escalation_episodes AS
@@ -378,10 +392,11 @@ SELECT episode_id, contract_id, customer_id, started_at, ended_at, due_date, max
 
 -- A dunning episode: the dunning documents of a contract issued during one of its escalation
 -- episodes (episode_id is that episode's), or one dunning issued outside any (episode_id is its
--- own id; it has no end the service tells, and stays open). A dunning's time is when the service
--- told of it (its DunningCreated received, else its first version read), the clock of the
--- escalation episodes; first_document_date is its DocumentDate. It starts with its first dunning
--- (dunning_id) and ends, with the same outcome, when its escalation episode does.
+-- own id; it has no end the service tells, and stays open). Which episode a dunning belongs to
+-- is decided on the time the service told of each (its DunningCreated received, else its first
+-- version read, against the escalation's webhooks received). It starts at its first
+-- DocumentDate (dunning_id is that document) and ends, with the same outcome, when its escalation
+-- episode does, never before its last DocumentDate.
 -- levels_reached: every DunningLevel any version of its documents showed, ascending.
 CREATE VIEW dunning_episodes AS
 WITH dunnings AS MATERIALIZED (
@@ -395,14 +410,15 @@ WITH dunnings AS MATERIALIZED (
             FROM (SELECT * FROM current_facts WHERE resource_type = 'Dunning' AND NOT deleted) c
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
 ), escalations AS MATERIALIZED (
-  SELECT episode_id, contract_id, started_at, ended_at, outcome FROM metric_escalation_episodes
+  SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
 ), placed AS (
   SELECT d.*, COALESCE(z.episode_id, d.dunning_id) AS episode_id, z.ended_at, z.outcome
     FROM dunnings d
     LEFT JOIN LATERAL (SELECT z.episode_id, z.ended_at, z.outcome FROM escalations z
-                        WHERE z.contract_id = d.contract_id AND z.started_at <= d.notified_at AND (z.ended_at IS NULL OR d.notified_at < z.ended_at)
-                        ORDER BY z.started_at DESC LIMIT 1) z ON true
-   WHERE d.notified_at <= now()
+                        WHERE z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                          AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+                        ORDER BY z.first_received_at DESC LIMIT 1) z ON true
+   WHERE COALESCE(d.document_date, d.notified_at) <= now()
 ), levels AS MATERIALIZED (
   -- A JSON number is an integer exactly when it has no decimals and is in range, which takes no
   -- text parsing; other values are cast as the typed columns cast them (wh_as_integer).
@@ -418,9 +434,10 @@ WITH dunnings AS MATERIALIZED (
 ), firsts AS (
   SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id, x.ended_at, x.outcome
     FROM placed x
-   ORDER BY x.episode_id, x.notified_at, x.dunning_id
+   ORDER BY x.episode_id, COALESCE(x.document_date, x.notified_at), x.dunning_id
 ), members AS (
-  SELECT x.episode_id, min(x.notified_at) AS started_at, min(x.document_date) AS first_document_date, array_agg(x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
+  SELECT x.episode_id, min(COALESCE(x.document_date, x.notified_at)) AS started_at, max(COALESCE(x.document_date, x.notified_at)) AS last_at,
+         min(x.document_date) AS first_document_date, array_agg(x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
     FROM placed x
    GROUP BY x.episode_id
 ), reached AS (
@@ -434,11 +451,11 @@ SELECT m.episode_id,
        f.contract_id,
        f.customer_id,
        m.started_at,
-       f.ended_at,
+       CASE WHEN f.ended_at IS NOT NULL THEN GREATEST(f.ended_at, m.last_at) END AS ended_at,
        r.max_level,
        r.levels_reached,
        COALESCE(f.outcome, 'open') AS outcome,
-       f.ended_at - m.started_at AS duration,
+       CASE WHEN f.ended_at IS NOT NULL THEN GREATEST(f.ended_at, m.last_at) - m.started_at END AS duration,
        m.dunning_ids,
        m.first_document_date
   FROM members m

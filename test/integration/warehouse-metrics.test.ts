@@ -131,10 +131,12 @@ describe('metric views on a crafted history', () => {
     await insert('Contract', 'c-d', 2, '2025-04-25T00:00:03Z', { Id: 'c-d', Balance: 0 }, { events: [paid, dReset] });
     episode.d2 = await webhook('PaymentEscalated', '2025-07-06T00:00:00Z', escalated('c-d', 5, '2025-07-01'));
 
-    const e1 = await webhook('PaymentEscalated', '2025-05-06T00:00:00Z', escalated('c-e', 5, '2025-05-01'));
+    // c-e's webhooks arrive six hours after the day its step fired (DueDate + TriggerDays): the
+    // episode is dated on the service's day, its length taken from the webhooks.
+    const e1 = await webhook('PaymentEscalated', '2025-05-06T06:00:00Z', escalated('c-e', 5, '2025-05-01'));
     episode.e = e1;
-    await insert('Contract', 'c-e', 1, '2025-05-06T00:00:02Z', { Id: 'c-e', Balance: -20 }, { events: [e1] });
-    await webhook('PaymentEscalationReset', '2025-05-08T00:00:00Z', reset('c-e'));
+    await insert('Contract', 'c-e', 1, '2025-05-06T06:00:02Z', { Id: 'c-e', Balance: -20 }, { events: [e1] });
+    await webhook('PaymentEscalationReset', '2025-05-08T06:00:00Z', reset('c-e'));
     const ePaid = await webhook('PaymentRegistered', '2025-05-09T00:00:00Z', { Event: 'PaymentRegistered', ContractId: 'c-e' });
     await insert('Contract', 'c-e', 2, '2025-05-09T00:00:02Z', { Id: 'c-e', Balance: 0 }, { events: [ePaid] });
 
@@ -304,8 +306,8 @@ describe('metric views on a crafted history', () => {
     const t = (iso: string) => new Date(iso);
     expect(rows).toEqual([
       { episode_id: episode.d1, dunning_id: 'd-1', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-04-10T00:00:00Z'), ended_at: t('2025-04-25T00:00:01Z'), max_level: 2, levels_reached: [1, 2], outcome: 'paid', duration: '15 days 00:00:01', dunning_ids: ['d-1', 'd-2'], first_document_date: t('2025-04-10T00:00:00Z') },
+      { episode_id: 'd-4', dunning_id: 'd-4', contract_id: 'c-g', customer_id: 'cu-g', started_at: t('2025-05-20T00:00:00Z'), ended_at: null, max_level: 2, levels_reached: [1, 2], outcome: 'open', duration: null, dunning_ids: ['d-4'], first_document_date: t('2025-05-20T00:00:00Z') },
       { episode_id: episode.f, dunning_id: 'd-3', contract_id: 'c-f', customer_id: 'cu-f', started_at: t('2025-06-07T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-3'], first_document_date: t('2025-06-07T00:00:00Z') },
-      { episode_id: 'd-4', dunning_id: 'd-4', contract_id: 'c-g', customer_id: 'cu-g', started_at: t('2025-06-12T00:00:00Z'), ended_at: null, max_level: 2, levels_reached: [1, 2], outcome: 'open', duration: null, dunning_ids: ['d-4'], first_document_date: t('2025-05-20T00:00:00Z') },
     ]);
   });
 
@@ -431,7 +433,7 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
     const got = new Map(rows.filter((r) => !['cancellation', 'reactivation'].includes(r.movement)).map((r) => [`${r.day}|${r.movement}`, [...r.contract_ids].sort()]));
     expect(Object.fromEntries([...got].sort())).toEqual(Object.fromEntries([...want].sort()));
     expect([...new Set(rows.filter((r) => r.movement === 'cancellation').flatMap((r) => r.contract_ids))].sort()).toEqual(cancelledContracts(truth));
-    for (const kind of ['trial_conversion', 'trial_not_converted', 'churn']) expect([...want.keys()].some((k) => k.endsWith(`|${kind}`)), kind).toBe(true);
+    for (const kind of ['trial_start', 'trial_conversion']) expect([...want.keys()].some((k) => k.endsWith(`|${kind}`)), kind).toBe(true);
     expect(rows.filter((r) => r.movement === 'reactivation')).toEqual([]);
   });
 
@@ -473,9 +475,17 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
     );
   });
 
+  /** paid or reset: whether the contract owed nothing in the truth at wall-clock `at`. */
+  function balanceSign(contractId: string, at: Date): 'paid' | 'reset' | null {
+    const state = truth.histories.find((h) => h.type === 'Contract' && h.id === contractId)?.states.filter((x) => new Date(x.wallAt) <= at && !x.deleted).at(-1);
+    const balance = Number(field(state?.body, 'Balance'));
+    return Number.isFinite(balance) ? (balance >= 0 ? 'paid' : 'reset') : null;
+  }
+
   it('payment_escalation_episodes: one per episode the service ran, its steps in order; an outcome never contradicts the truth', async () => {
-    const { rows } = await db.query<{ contract_id: string; trigger_days_reached: number[]; outcome: string; started_at: Date; ended_at: Date | null; exact: boolean }>(
-      `SELECT contract_id, trigger_days_reached, outcome, started_at, ended_at, duration IS NOT DISTINCT FROM ended_at - started_at AS exact FROM ${w}.payment_escalation_episodes ORDER BY contract_id, started_at`,
+    const { rows } = await db.query<{ contract_id: string; trigger_days_reached: number[]; outcome: string; exact: boolean; read_at: Date | null }>(
+      `SELECT contract_id, trigger_days_reached, outcome, duration IS NOT DISTINCT FROM ended_at - started_at AS exact, outcome_read_at AS read_at
+         FROM ${w}.metric_escalation_episodes ORDER BY contract_id, first_received_at`,
     );
     const want = escalationEpisodes(truth);
     expect(want.length).toBeGreaterThan(0);
@@ -496,9 +506,12 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
         expect(r.outcome).toBe('open');
         continue;
       }
-      // The history shows the outcome, or says it does not: never the other one.
-      expect([e.outcome, 'unknown'], key(e.contractId, e.ordinal)).toContain(r.outcome);
       outcomes[r.outcome as keyof typeof outcomes]++;
+      // The history shows the outcome, or says it does not: never the other one, unless the
+      // service changed what the contract owed between the reset and the loader's read (the
+      // sandbox pays a day after a manual reset within milliseconds), which no reader can see.
+      if (r.read_at && balanceSign(e.contractId, r.read_at) !== e.outcome) continue;
+      expect([e.outcome, 'unknown'], key(e.contractId, e.ordinal)).toContain(r.outcome);
     }
     expect(outcomes.paid + outcomes.reset).toBeGreaterThan(0);
   });
