@@ -261,3 +261,28 @@ export function escalationEpisodes(truth: ScenarioTruth): TruthEpisode[] {
   }
   return out;
 }
+
+export interface ChurnRow {
+  month: string;
+  paying_at_start: number;
+  churned: number;
+}
+
+/** Per month up to now's: the contracts paying at its start, and of those the ones that churned in it (docs/ANALYSTS.md, question 1). */
+export function monthlyChurn(all: Lifecycle[], now: Date): ChurnRow[] {
+  const firsts = all.flatMap((l) => [l.payingFrom, l.trialStart]).filter((d): d is Date => d !== null);
+  if (firsts.length === 0) return [];
+  const first = new Date(Math.min(...firsts.map((d) => d.getTime())));
+  const out: ChurnRow[] = [];
+  for (let y = first.getUTCFullYear(), m = first.getUTCMonth(); Date.UTC(y, m, 1) <= now.getTime(); m === 11 ? (y++, (m = 0)) : m++) {
+    const start = Date.UTC(y, m, 1);
+    const end = Date.UTC(y, m + 1, 1);
+    const paying = all.filter((l) => l.payingFrom && l.payingFrom.getTime() < start && (!l.endedAt || l.endedAt.getTime() >= start));
+    out.push({
+      month: new Date(start).toISOString().slice(0, 10),
+      paying_at_start: paying.length,
+      churned: paying.filter((l) => l.endKind === 'churn' && l.endedAt!.getTime() < end).length,
+    });
+  }
+  return out;
+}

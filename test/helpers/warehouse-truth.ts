@@ -224,7 +224,7 @@ export async function saveScenarioTruth(pool: pg.Pool, schema: string, sim: Simu
   await pool.query(`INSERT INTO ${s}.scenario_events (event) SELECT e FROM jsonb_array_elements($1::jsonb) AS e`, [JSON.stringify(sim.events())]);
 }
 
-export async function loadScenarioTruth(pool: pg.Pool, schema: string): Promise<ScenarioTruth> {
+export async function loadScenarioTruth(pool: pg.Pool | pg.Client, schema: string): Promise<ScenarioTruth> {
   const s = quoteIdent(schema);
   const histories = (await pool.query<{ history: TruthHistory }>(`SELECT history FROM ${s}.scenario_truth`)).rows.map((r) => r.history);
   const events = (await pool.query<{ event: EmittedEvent }>(`SELECT event FROM ${s}.scenario_events`)).rows.map((r) => r.event).sort((a, b) => a.seq - b.seq);
