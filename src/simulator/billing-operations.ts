@@ -328,12 +328,14 @@ function inactive(start: Date): ResourceBody {
 }
 
 /**
- * The phases with `next` in place: phases starting at or after it are dropped when `replaceLater`
- * (an end replaces what was planned after it), otherwise only a later Inactive phase is kept.
+ * The phases with `next` in place. With `replaceLater` (an end), phases starting at or after it
+ * are dropped. Otherwise (a new plan) phases planned after it are dropped except a later
+ * Inactive one (a cancellation stays), and a phase starting at the same instant stays before it:
+ * the last phase started is the current one, and every change is a new phase.
  */
 function withPhase(phases: ResourceBody[], next: ResourceBody, replaceLater: boolean): ResourceBody[] {
   const at = Date.parse(String(next.StartDate));
-  const before = phases.filter((p) => Date.parse(String(p.StartDate)) < at);
+  const before = phases.filter((p) => (replaceLater ? Date.parse(String(p.StartDate)) < at : Date.parse(String(p.StartDate)) <= at));
   const after = replaceLater ? [] : phases.filter((p) => Date.parse(String(p.StartDate)) > at && p.Type === 'Inactive');
   return [...before, next, ...after];
 }
