@@ -372,8 +372,12 @@ SELECT c.first_event_id::text AS episode_id,
             WHEN EXISTS (SELECT FROM webhook_events w
                           WHERE w.received_at > c.reset_received_at AND w.received_at <= h.valid_from
                             AND (wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) = c.contract_id
-                                 OR wh_as_text(wh_field(w.payload, 'PaymentTransactionId', 'paymentTransactionId', 'paymenttransactionid'))
-                                    IN (SELECT t.resource_id FROM payment_transaction_history t WHERE t.contract_id = c.contract_id))) THEN 'unknown'
+                                 -- A payment of the contract, by the transaction's key (PaymentSucceeded
+                                 -- and the like name only the transaction).
+                                 OR EXISTS (SELECT FROM current_facts t
+                                             WHERE t.resource_type = 'PaymentTransaction'
+                                               AND t.resource_id = wh_as_text(wh_field(w.payload, 'PaymentTransactionId', 'paymentTransactionId', 'paymenttransactionid'))
+                                               AND wh_as_text(t.fields -> 'contractid') = c.contract_id))) THEN 'unknown'
             WHEN h.balance >= 0 THEN 'paid'
             ELSE 'reset'
        END AS outcome,

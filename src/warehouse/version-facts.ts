@@ -12,7 +12,7 @@ import { keyPath, type TypedColumns } from './typed-columns.js';
 export const METRIC_FACT_KEYS: Readonly<Partial<Record<ResourceType, readonly string[]>>> = {
   Contract: ['CustomerId', 'PlanId', 'StartDate', 'EndDate', 'Phases', 'LifecycleStatus'],
   Dunning: ['ContractId', 'CustomerId', 'DocumentDate', 'DunningLevel'],
-  PaymentTransaction: ['Status', 'StatusTimestamp', 'Amount', 'Currency', 'PaymentProvider'],
+  PaymentTransaction: ['Status', 'StatusTimestamp', 'Amount', 'Currency', 'PaymentProvider', 'ContractId'],
 };
 
 /** The key a field is stored under in version_facts.fields (one spelling for every letter case). */

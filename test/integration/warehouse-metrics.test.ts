@@ -148,6 +148,13 @@ describe('metric views on a crafted history', () => {
     const wPaid = await webhook('PaymentRegistered', '2025-05-22T00:00:10Z', { Event: 'PaymentRegistered', ContractId: 'c-w' });
     await insert('Contract', 'c-w', 1, '2025-05-22T00:00:20Z', { Id: 'c-w', Balance: 0 }, { events: [wReset, wPaid] });
 
+    // c-x: the same, the later payment known only by its transaction (PaymentSucceeded names no contract).
+    episode.x = await webhook('PaymentEscalated', '2025-05-25T00:00:00Z', escalated('c-x', 5, '2025-05-20'));
+    const xReset = await webhook('PaymentEscalationReset', '2025-05-27T00:00:00Z', reset('c-x'));
+    await insert('PaymentTransaction', 'pt-x', 1, '2025-05-27T00:00:05Z', { ContractId: 'c-x', Status: { Status: 'Pending' }, Amount: 5, Currency: 'EUR' });
+    const xPaid = await webhook('PaymentSucceeded', '2025-05-27T00:00:10Z', { Event: 'PaymentSucceeded', PaymentTransactionId: 'pt-x' });
+    await insert('Contract', 'c-x', 1, '2025-05-27T00:00:20Z', { Id: 'c-x', Balance: 0 }, { events: [xReset, xPaid] });
+
     episode.f = await webhook('PaymentEscalated', '2025-06-01T00:00:00Z', escalated('c-f', 5, '2025-05-27'));
     await webhook('PaymentEscalated', '2025-06-06T00:00:00Z', escalated('c-f', 10, '2025-05-27'));
 
@@ -293,6 +300,7 @@ describe('metric views on a crafted history', () => {
       { episode_id: episode.e, contract_id: 'c-e', customer_id: 'cu-e', started_at: t('2025-05-06T00:00:00Z'), ended_at: t('2025-05-08T00:00:00Z'), due_date: t('2025-05-01T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'reset', duration: '2 days' },
       { episode_id: episode.u, contract_id: 'c-u', customer_id: 'cu-u', started_at: t('2025-05-10T00:00:00Z'), ended_at: t('2025-05-12T00:00:00Z'), due_date: t('2025-05-05T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '2 days' },
       { episode_id: episode.w, contract_id: 'c-w', customer_id: 'cu-w', started_at: t('2025-05-20T00:00:00Z'), ended_at: t('2025-05-22T00:00:00Z'), due_date: t('2025-05-15T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '2 days' },
+      { episode_id: episode.x, contract_id: 'c-x', customer_id: 'cu-x', started_at: t('2025-05-25T00:00:00Z'), ended_at: t('2025-05-27T00:00:00Z'), due_date: t('2025-05-20T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '2 days' },
       { episode_id: episode.f, contract_id: 'c-f', customer_id: 'cu-f', started_at: t('2025-06-01T00:00:00Z'), due_date: t('2025-05-27T00:00:00Z'), max_trigger_days: 10, trigger_days_reached: [5, 10], ...open },
       { episode_id: episode.d2, contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-07-06T00:00:00Z'), due_date: t('2025-07-01T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], ...open },
     ]);
