@@ -100,7 +100,8 @@ export class BillingOperations {
     this.contractEvent('ContractCreated', contractId, 'Signup');
     if (ctx.legacyEvents) ctx.emit({ Event: 'AccountCreated', ContractId: contractId });
 
-    const orderId = this.createOrder(contractId, plan, components, trial ? 0 : recurringFee(ctx.store, plan), trial);
+    // The first period's fee, and the components' (nothing during a trial).
+    const orderId = this.createOrder(contractId, plan, [this.planItem(plan, trial ? 0 : recurringFee(ctx.store, plan)), ...components.map((c) => this.componentItem(c, trial))], trial);
     ctx.emit({ Event: 'OrderSucceeded', ContractId: contractId, OrderId: orderId });
     return { customerId, contractId, orderId };
   }
@@ -130,7 +131,7 @@ export class BillingOperations {
     const oldPlan = PLANS.find((p) => p.PlanId === before.PlanId);
     const oldFee = oldPlan ? recurringFee(this.ctx.store, oldPlan) : 0;
     const newFee = recurringFee(this.ctx.store, plan);
-    const orderId = this.createOrder(contractId, plan, [], money(Math.max(0, newFee - oldFee)), false);
+    const orderId = this.createOrder(contractId, plan, [this.planItem(plan, Math.max(0, newFee - oldFee))], false);
     const now = this.ctx.now();
     this.ctx.store.update('Contract', contractId, (c) => {
       c.PlanId = plan.PlanId;
@@ -149,8 +150,7 @@ export class BillingOperations {
     const now = this.ctx.now();
     const subscription = this.componentSubscription(componentIndex, quantity, now);
     const plan = PLANS.find((p) => p.PlanId === this.contract(contractId).PlanId) ?? PLANS[0]!;
-    const component = COMPONENTS[componentIndex]!;
-    const orderId = this.createOrder(contractId, plan, [subscription], money(componentPrice(this.ctx.store, component.ComponentId) * quantity), false);
+    const orderId = this.createOrder(contractId, plan, [this.componentItem(subscription, false)], false);
     this.subscriptions(contractId).push(subscription);
     this.ctx.emit({ Event: 'OrderSucceeded', ContractId: contractId, OrderId: orderId });
     this.contractEvent('ContractChanged', contractId, 'ComponentSubscriptionChange');
@@ -290,13 +290,23 @@ export class BillingOperations {
     this.ctx.emit({ Event: 'PaymentDataChanged', ContractId: contractId });
   }
 
-  private createOrder(contractId: string, plan: Plan, components: ResourceBody[], net: number, isTrial: boolean): string {
+  private planItem(plan: Plan, net: number): ResourceBody {
+    return { Description: plan.Name, PlanVariantId: plan.PlanVariantId, Quantity: 1, TotalNet: money(net) };
+  }
+
+  private componentItem(subscription: ResourceBody, free: boolean): ResourceBody {
+    const componentId = String(subscription.ComponentId);
+    const name = COMPONENTS.find((k) => k.ComponentId === componentId)?.Name ?? 'Component';
+    const net = free ? 0 : componentPrice(this.ctx.store, componentId) * Number(subscription.Quantity);
+    return { Description: name, ComponentId: componentId, Quantity: subscription.Quantity, TotalNet: money(net) };
+  }
+
+  /** An order of the line items; its totals are their sum. */
+  private createOrder(contractId: string, plan: Plan, lineItems: ResourceBody[], isTrial: boolean): string {
     const contract = this.contract(contractId);
     const orderId = this.ctx.random.hexId();
     const now = iso(this.ctx.now());
-    const lineItems: ResourceBody[] = components.length
-      ? components.map((s) => ({ Description: COMPONENTS.find((k) => k.ComponentId === s.ComponentId)?.Name ?? 'Component', ComponentId: s.ComponentId, Quantity: s.Quantity, TotalNet: money(net) }))
-      : [{ Description: plan.Name, PlanVariantId: plan.PlanVariantId, Quantity: 1, TotalNet: money(net) }];
+    const net = money(lineItems.reduce((n, i) => n + Number(i.TotalNet), 0));
     this.ctx.store.create('Order', orderId, {
       Id: orderId,
       ContractId: contractId,
@@ -304,7 +314,7 @@ export class BillingOperations {
       PlanId: plan.PlanId,
       PlanVariantId: plan.PlanVariantId,
       Currency: contract.Currency,
-      Total: money(net),
+      Total: net,
       TotalVat: money(net * VAT_RATE),
       TotalGross: money(net * (1 + VAT_RATE)),
       IsTrial: isTrial,

@@ -40,6 +40,7 @@ async function served(type: ResourceType): Promise<Array<Record<string, unknown>
   return out;
 }
 
+type Body = Record<string, unknown>;
 const keys = (o: unknown) => Object.keys(o as object).sort();
 const sorted = (list: string[]) => [...list].sort();
 const DOTNET = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$/;
@@ -121,6 +122,8 @@ describe('resource bodies as the service documents them', () => {
       // Each total is rounded to cents on its own: gross and net + VAT may differ by a cent.
       expect(Math.abs(Number(o.TotalGross) - Number(o.Total) - Number(o.TotalVat))).toBeLessThanOrEqual(0.011);
       expect(['InProgress', 'Completed', 'PaymentPending', 'Failed']).toContain(o.Status);
+      // Total is the net sum of the line items (the plan's and the components').
+      expect(Number(o.Total)).toBeCloseTo((o.LineItems as Body[]).reduce((n, i) => n + Number(i.TotalNet), 0), 2);
     }
     for (const i of await served('Invoice')) {
       const documented = ['Id', 'InvoiceNumber', 'CustomerId', 'ContractId', 'Created', 'SentAt', 'DueDate', 'DocumentDate', 'Currency', 'TotalNet', 'TotalVat', 'TotalGross', 'IsInvoice', 'ExternalCustomerId'];
