@@ -113,7 +113,10 @@ export const debitRevoked: Story = (p) => {
   billEveryPeriod(p, 60, 1, () => id().contractId);
 };
 
-/** Cancelled during the trial: the contract ends with the trial, then the customer is deleted. */
+/**
+ * Cancelled during the trial: the contract ends with the trial; a month later the customer asks
+ * to be deleted (its contract is deleted with it).
+ */
 export const churn: Story = (p) => {
   const plan = p.random.int(0, 1);
   const trial = PLANS[plan]!.TrialDays;
@@ -122,7 +125,7 @@ export const churn: Story = (p) => {
   p.at(0, () => (s = p.billing.signup({ plan, trial: true })));
   p.at(5, () => p.billing.cancel(id().contractId, trial - 5));
   p.at(trial, () => p.billing.endContract(id().contractId));
-  p.at(trial + 6, () => p.billing.deleteCustomer(id().customerId));
+  p.at(trial + 30, () => p.billing.deleteCustomer(id().customerId));
 };
 
 /**
