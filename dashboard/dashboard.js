@@ -3,10 +3,10 @@
 
 const COLORS = ['#2563eb', '#16a34a', '#f59e0b', '#9ca3af', '#dc2626', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#ea580c'];
 const MOVEMENT_LABELS = {
-  new: 'New', trial_conversion: 'Trial conversion', upgrade: 'Upgrade', downgrade: 'Downgrade',
-  cancellation: 'Cancellation', reactivation: 'Reactivation', churn: 'Churn',
+  new: 'New', trial_start: 'Trial start', trial_conversion: 'Trial conversion', trial_not_converted: 'Trial not converted',
+  plan_change: 'Plan change', cancellation: 'Cancellation', reactivation: 'Reactivation', churn: 'Churn',
 };
-const MOVEMENT_COLORS = { new: '#2563eb', trial_conversion: '#16a34a', upgrade: '#0891b2', downgrade: '#f59e0b', cancellation: '#ea580c', reactivation: '#7c3aed', churn: '#dc2626' };
+const MOVEMENT_COLORS = { new: '#2563eb', trial_start: '#93c5fd', trial_conversion: '#16a34a', trial_not_converted: '#9ca3af', plan_change: '#0891b2', cancellation: '#ea580c', reactivation: '#7c3aed', churn: '#dc2626' };
 const STATUS_LABELS = { in_trial: 'In trial', active: 'Active', cancelled_running: 'Cancelled, running', ended: 'Ended' };
 const STATUS_COLORS = { in_trial: '#f59e0b', active: '#2563eb', cancelled_running: '#ea580c', ended: '#9ca3af' };
 

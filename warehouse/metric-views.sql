@@ -4,9 +4,12 @@
 -- (metric_*) or one CTE; the public views are listed in src/warehouse/metric-views.ts.
 --
 -- Clocks: the business metrics use the service's own dates from the bodies (a contract's StartDate,
--- an order's CompletedAt, ...), never valid_from: valid_from is when the loader read the state,
--- which after a late webhook, a backfill or a rebuild can be days after the change. Days are UTC
--- days. pipeline_health is about the loader, so it uses the load-side times.
+-- its phases' starts and EndDate, a payment's StatusTimestamp), never valid_from: valid_from is
+-- when the loader read the state, which after a late webhook, a backfill or a rebuild can be days
+-- after the change. Where the service sends no date (a cancellation, an escalation step or reset),
+-- the view says which load-side time it uses. Days are UTC days. Each view counts only what has
+-- happened by now() ("business now", before metric_contract_lifecycle). pipeline_health is about
+-- the loader, so it uses the load-side times.
 
 -- The top-level fields of a body named in `keys` (lower case) as one small object keyed in lower
 -- case, matched in any letter case as the typed columns are (spec 9.3). The metric views read the
@@ -23,12 +26,13 @@ RETURN (SELECT jsonb_object_agg(lower(e.key), e.value)
 -- The phases of a contract body (Phases: [{Type, StartDate, PlanId}, ...]), keys in any letter case.
 -- The fields are looked up in a level of their own (OFFSET 0), so each wh_as_* gets a plain column
 -- and is inlined; given the lookup expression itself, it would run as a function call per value.
+-- phase_type in lower case: trial, normal, inactive.
 DROP FUNCTION IF EXISTS metric_contract_phases(jsonb);
 CREATE FUNCTION metric_contract_phases(phases jsonb)
 RETURNS TABLE (n bigint, phase_type text, starts_at timestamptz, plan_id text)
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
-  SELECT e.n, wh_as_text(k.phase_type), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id)
+  SELECT e.n, lower(wh_as_text(k.phase_type)), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id)
     FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n)
     CROSS JOIN LATERAL (SELECT wh_field(e.value, 'Type', 'type', 'type') AS phase_type,
                                wh_field(e.value, 'StartDate', 'startDate', 'startdate') AS starts_at,
@@ -36,122 +40,132 @@ BEGIN ATOMIC
                         OFFSET 0) k;
 END;
 
--- One row per contract with a start date (a contract without one has no lifecycle to count), from
--- its latest version. A trial is a TrialEndDate after the StartDate. converted_at: when the
--- contract became paying: the start of its first phase that is neither Trial nor Inactive; for a
--- body without Phases, the trial's end if the contract outlived it.
-CREATE VIEW metric_contract_lifecycle AS
-SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.trial_end_date, d.cancellation_date, d.end_date, d.phases, cv.converted_at
-  FROM (SELECT * FROM current_facts WHERE resource_type = 'Contract' AND NOT deleted) c
-  CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
-  -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
-  -- date validates and casts it again (wh_as_timestamptz), and that was most of what the contract
-  -- metrics cost.
-  CROSS JOIN LATERAL (
-    SELECT t.customer_id, t.plan_id, t.start_date, CASE WHEN t.trial_end_date > t.start_date THEN t.trial_end_date END AS trial_end_date,
-           t.cancellation_date, t.end_date, t.phases
-      FROM (SELECT wh_as_text(x.f -> 'customerid') AS customer_id,
-                   wh_as_text(x.f -> 'planid') AS plan_id,
-                   wh_as_timestamptz(x.f -> 'startdate') AS start_date,
-                   wh_as_timestamptz(x.f -> 'trialenddate') AS trial_end_date,
-                   wh_as_timestamptz(x.f -> 'cancellationdate') AS cancellation_date,
-                   wh_as_timestamptz(x.f -> 'enddate') AS end_date,
-                   CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
-            OFFSET 0) t
-    OFFSET 0) d
-  CROSS JOIN LATERAL (
-    SELECT CASE WHEN d.trial_end_date IS NULL THEN NULL
-                WHEN d.phases IS NOT NULL THEN
-                  (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
-                    WHERE lower(p.phase_type) NOT IN ('trial', 'inactive') AND p.starts_at >= d.start_date)
-                WHEN d.trial_end_date <= now() AND (d.end_date IS NULL OR d.end_date > d.trial_end_date) THEN d.trial_end_date
-           END AS converted_at
-    OFFSET 0) cv
- WHERE d.start_date IS NOT NULL;
-
 -- Changes only the version history shows, because the latest body no longer carries them: a
--- cancellation (CancellationDate set where the previous version had none; dated by the
--- CancellationDate) and a reactivation (a CancellationDate withdrawn, or an Ended contract
--- active again). The body has no date for a reactivation: it is dated when the loader read it.
--- "Previous" is the contract's stored version just before (a deleted one included: it has no
--- fields, so nothing is compared across a deletion).
+-- cancellation (an EndDate set where the previous version had none: the service cancels a
+-- contract by giving it an EndDate and an Inactive phase from then on) and a reactivation (an
+-- EndDate withdrawn, or an Ended contract running again). The bodies carry no date for either:
+-- both are dated when the loader read the version (valid_from), a cancellation at most at its
+-- EndDate (a contract read for the first time after it ended). "Previous" is the contract's
+-- stored version just before (a deleted one included: it has no fields, so nothing is compared
+-- across a deletion).
 CREATE VIEW metric_contract_transitions AS
 SELECT x.contract_id, m.movement, m.at
-  FROM (SELECT y.*, lag(y.cancellation_date) OVER w AS previous_cancellation_date, lag(y.status) OVER w AS previous_status
+  FROM (SELECT y.*, lag(y.end_date) OVER w AS previous_end_date, lag(y.status) OVER w AS previous_status
           -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow
           -- rows; flattened, it sorted every version with all its fields.
           FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
-                       wh_as_timestamptz(h.fields -> 'cancellationdate') AS cancellation_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
-                  -- Only the contracts that ever had a version showing a CancellationDate or an
-                  -- Ended status: every movement has one at one end (the version itself for a
+                       wh_as_timestamptz(h.fields -> 'enddate') AS end_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
+                  -- Only the contracts that ever had a version showing an EndDate or an Ended
+                  -- status: every movement has one at one end (the version itself for a
                   -- cancellation, the one before for a reactivation). The partial index
-                  -- version_facts_contract_marks (migration 0007) lists exactly those versions, so
+                  -- version_facts_contract_ends (migration 0015) lists exactly those versions, so
                   -- this reads the histories of the contracts ever cancelled or ended, not every
                   -- contract's. The test is on the raw value (any string): the parsing above decides.
                   FROM (SELECT DISTINCT f.resource_id FROM version_facts f
                          WHERE f.resource_type = 'Contract'
-                           AND (jsonb_typeof(f.fields -> 'cancellationdate') = 'string' OR lower(f.fields ->> 'lifecyclestatus') = 'ended')) c
+                           AND (jsonb_typeof(f.fields -> 'enddate') = 'string' OR lower(f.fields ->> 'lifecyclestatus') = 'ended')) c
                   JOIN version_facts h ON h.resource_type = 'Contract' AND h.resource_id = c.resource_id
                 OFFSET 0) y
         WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
   CROSS JOIN LATERAL (
-    SELECT 'cancellation' AS movement, x.cancellation_date AS at
-     WHERE x.cancellation_date IS NOT NULL AND x.previous_cancellation_date IS NULL
+    SELECT 'cancellation' AS movement, LEAST(x.valid_from, x.end_date) AS at
+     WHERE x.end_date IS NOT NULL AND x.previous_end_date IS NULL
     UNION ALL
     SELECT 'reactivation', x.valid_from
      WHERE NOT x.deleted
-       AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
+       AND ((x.previous_end_date IS NOT NULL AND x.end_date IS NULL)
             OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m
  -- Either movement's condition, so that only the versions with a movement run the lateral.
- WHERE (x.cancellation_date IS NOT NULL AND x.previous_cancellation_date IS NULL)
+ WHERE (x.end_date IS NOT NULL AND x.previous_end_date IS NULL)
     OR (NOT x.deleted
-        AND ((x.previous_cancellation_date IS NOT NULL AND x.cancellation_date IS NULL)
+        AND ((x.previous_end_date IS NOT NULL AND x.end_date IS NULL)
              OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial'))));
 
--- How a payment escalation process ended, with the process's own fields. Over when the process
--- shows a ResetAt or Status Reset; ended_at is the ResetAt (when the service reset it), or else
--- when the loader first read the reset. paid: the contract, as the loader had read it when it read
--- the reset, owed nothing (Balance >= 0: the service resets automatically once the outstanding
--- positions are paid); reset: it still owed (a manual reset). Open: not reset yet.
-CREATE VIEW metric_escalation_ends AS
-SELECT p.resource_id AS process_id,
-       wh_as_text(x.f -> 'contractid') AS contract_id,
-       wh_as_text(x.f -> 'customerid') AS customer_id,
-       wh_as_timestamptz(x.f -> 'startedat') AS started_at,
-       wh_as_integer(x.f -> 'triggerdays') AS trigger_days,
-       CASE WHEN jsonb_typeof(x.f -> 'steps') = 'array' THEN x.f -> 'steps' END AS steps,
-       COALESCE(wh_as_timestamptz(x.f -> 'resetat'), seen.at) AS ended_at,
-       CASE WHEN seen.at IS NULL THEN 'open'
-            WHEN (SELECT c.balance FROM contract_history c
-                   WHERE c.resource_id = wh_as_text(x.f -> 'contractid') AND c.valid_from <= seen.at
-                   ORDER BY c.version DESC LIMIT 1) >= 0 THEN 'paid'
-            ELSE 'reset'
-       END AS outcome
-  FROM (SELECT * FROM current_facts WHERE resource_type = 'PaymentEscalationProcess' AND NOT deleted) p
-  CROSS JOIN LATERAL (SELECT p.fields) AS x(f)
-  LEFT JOIN LATERAL (SELECT min(h.valid_from) AS at
-                       FROM (SELECT * FROM version_facts WHERE resource_type = 'PaymentEscalationProcess') h
-                       CROSS JOIN LATERAL (SELECT h.fields) AS y(f)
-                      WHERE h.resource_id = p.resource_id AND (wh_as_timestamptz(y.f -> 'resetat') IS NOT NULL OR lower(wh_as_text(y.f -> 'status')) = 'reset')) seen ON true;
+
+-- Business now: every metric view counts what the service's dates place at or before now() (the
+-- transaction's time), and nothing later. The service lists what it has scheduled (a cancelled
+-- contract's EndDate and its Inactive phase, a Normal phase after a trial): a scheduled date is
+-- the plan, not a fact, until it has come. One rule, applied here for the contracts (converted_at,
+-- ended_at, trial_outcome are NULL or "in trial" until their date has come) and by each view below
+-- for its own dates.
+--
+-- Cancellations: the service sends no cancellation date. A cancellation is an EndDate the
+-- previous version did not have (metric_contract_transitions); its time is when the loader read
+-- it (at most the EndDate itself). Trials: a trial is a Trial phase (the body has no trial end
+-- date); it ends where the next phase of another type starts, else at the contract's EndDate.
+--
+-- One row per contract with a start date (a contract without one has no lifecycle to count), from
+-- its latest version:
+--   trial_start_date  the start of its first Trial phase; NULL: no trial
+--   trial_end_date    the start of the first later phase that is not a trial, else the EndDate
+--                     (NULL while neither is known)
+--   converted_at      the trial's first Normal phase start, if before the EndDate and come by now
+--   paying_from       when it started paying: converted_at, or for a contract without a trial its
+--                     StartDate once come; NULL: never paid (yet)
+--   cancelled_at      its latest cancellation while its EndDate is set (metric_contract_transitions)
+--   ended_at          the EndDate once come
+--   end_kind          how it ended: 'churn' (it had paid) or 'trial_not_converted' (it never paid)
+--   trial_outcome     for a trial: 'converted', 'not_converted' (the trial is over, never paid),
+--                     'in_trial'
+CREATE VIEW metric_contract_lifecycle AS
+SELECT x.*,
+       CASE WHEN x.ended_at IS NULL THEN NULL WHEN x.paying_from IS NOT NULL THEN 'churn' ELSE 'trial_not_converted' END AS end_kind,
+       CASE WHEN x.trial_start_date IS NULL THEN NULL
+            WHEN x.converted_at IS NOT NULL THEN 'converted'
+            WHEN x.trial_end_date <= now() THEN 'not_converted'
+            ELSE 'in_trial'
+       END AS trial_outcome
+  FROM (
+    SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.end_date, d.phases,
+           ph.trial_start_date, ph.trial_end_date, ph.converted_at,
+           COALESCE(ph.converted_at, CASE WHEN ph.trial_start_date IS NULL AND d.start_date <= now() THEN d.start_date END) AS paying_from,
+           CASE WHEN d.end_date IS NOT NULL THEN cx.cancelled_at END AS cancelled_at,
+           CASE WHEN d.end_date <= now() THEN d.end_date END AS ended_at
+      FROM (SELECT * FROM current_facts WHERE resource_type = 'Contract' AND NOT deleted) c
+      CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
+      -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
+      -- date validates and casts it again (wh_as_timestamptz).
+      CROSS JOIN LATERAL (
+        SELECT wh_as_text(x.f -> 'customerid') AS customer_id,
+               wh_as_text(x.f -> 'planid') AS plan_id,
+               wh_as_timestamptz(x.f -> 'startdate') AS start_date,
+               wh_as_timestamptz(x.f -> 'enddate') AS end_date,
+               CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
+        OFFSET 0) d
+      CROSS JOIN LATERAL (
+        SELECT t.trial_start_date,
+               COALESCE((SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
+                          WHERE p.phase_type IS DISTINCT FROM 'trial' AND p.starts_at > t.trial_start_date),
+                        CASE WHEN d.end_date > t.trial_start_date THEN d.end_date END) AS trial_end_date,
+               (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
+                 WHERE p.phase_type = 'normal' AND p.starts_at >= t.trial_start_date
+                   AND p.starts_at < COALESCE(d.end_date, 'infinity') AND p.starts_at <= now()) AS converted_at
+          FROM (SELECT (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p WHERE p.phase_type = 'trial') AS trial_start_date OFFSET 0) t
+        OFFSET 0) ph
+      LEFT JOIN (SELECT t.contract_id, max(t.at) AS cancelled_at FROM metric_contract_transitions t WHERE t.movement = 'cancellation' GROUP BY t.contract_id) cx
+        ON cx.contract_id = c.resource_id
+     WHERE d.start_date IS NOT NULL) x;
 
 -- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
 -- active, cancelled but still running, and ended (a stock: an ended contract stays counted).
--- One state per contract and day, the first that applies: ended (EndDate reached), cancelled
--- running (CancellationDate reached), in trial (TrialEndDate not reached), active. The plan is that
--- of the contract's latest phase with a plan started by then (an ended contract keeps its last
--- plan), else the contract's PlanId. Days: from the first StartDate to the latest contract date
--- that is not in the future; to today when that date is less than 32 days ago. Computed from
--- each contract's state changes (a running sum), not contract by day.
+-- One state per contract and day, the first that applies: ended (EndDate reached), in trial (the
+-- phase in force is a Trial phase: a trial cancelled during its trial stays a trial, never a
+-- paying contract), cancelled running (cancelled_at reached), active. The plan is that of the
+-- contract's latest phase with a plan started by then (an ended contract keeps its last plan),
+-- else the contract's PlanId. Days: from the first StartDate to the latest contract date that is
+-- not in the future; to today when that date is less than 32 days ago (never after today).
+-- Computed from each contract's state changes (a running sum), not contract by day.
 CREATE VIEW contract_daily AS
 -- Each contract is read once (MATERIALIZED: its dates parsed once, not at every state change),
--- with its phases as arrays: their starts, and the starts and plans of those with a plan and a
--- start, ordered by start then phase order, so the plan at a moment is a binary search
--- (width_bucket: how many of those starts are at or before it, the last one being the latest
--- phase started by then) instead of a sort per state change.
+-- with its phases as arrays: their starts and types, and the starts and plans of those with a
+-- plan and a start, ordered by start then phase order, so the phase or plan at a moment is a
+-- binary search (width_bucket: how many of those starts are at or before it, the last one being
+-- the latest phase started by then) instead of a sort per state change.
 WITH contracts AS MATERIALIZED (
-  SELECT l.contract_id, l.plan_id, l.start_date, l.trial_end_date, l.cancellation_date, l.end_date, ph.starts, ph.plan_starts, ph.plans
+  SELECT l.contract_id, l.plan_id, l.start_date, l.cancelled_at, l.end_date, ph.starts, ph.types, ph.plan_starts, ph.plans
     FROM metric_contract_lifecycle l
-    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) AS starts,
+    CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS starts,
+                               array_agg(p.phase_type ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS types,
                                array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plan_starts,
                                array_agg(p.plan_id ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plans
                           FROM metric_contract_phases(l.phases) p
@@ -163,13 +177,13 @@ WITH contracts AS MATERIALIZED (
   SELECT l.contract_id,
          v.at,
          CASE WHEN l.end_date <= v.at THEN 'ended'
-              WHEN l.cancellation_date <= v.at THEN 'cancelled_running'
-              WHEN l.trial_end_date > v.at THEN 'in_trial'
+              WHEN l.types[width_bucket(v.at, l.starts)] = 'trial' THEN 'in_trial'
+              WHEN l.cancelled_at <= v.at THEN 'cancelled_running'
               ELSE 'active'
          END AS state,
          COALESCE(l.plans[width_bucket(v.at, l.plan_starts)], l.plan_id) AS plan_id
     FROM contracts l
-    CROSS JOIN LATERAL unnest(ARRAY[l.start_date, l.trial_end_date, l.cancellation_date, l.end_date] || l.starts) AS v(at)
+    CROSS JOIN LATERAL unnest(ARRAY[l.start_date, l.cancelled_at, l.end_date] || l.starts) AS v(at)
    WHERE v.at >= l.start_date
 ), segments AS (
   SELECT p.at, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until, p.state, p.plan_id
@@ -207,33 +221,37 @@ SELECT g.day,
   LEFT JOIN daily x ON x.day = g.day AND x.plan_id IS NOT DISTINCT FROM g.plan_id
 WINDOW w AS (PARTITION BY g.plan_id ORDER BY g.day);
 
--- One row per UTC day and kind of movement with at least one contract. A movement is dated by
--- the service's own date and counted once it has happened (at or before now):
---   new               a contract's StartDate (trial or not)
---   trial_conversion  converted_at of metric_contract_lifecycle
---   upgrade/downgrade an order of OrderType Upgrade / Downgrade that completed (the service
---                     classifies the change; there are no prices to compare), at its CompletedAt
---                     (else CreatedAt)
---   cancellation, reactivation  metric_contract_transitions
---   churn             a contract's EndDate reached
+-- One row per UTC day and kind of movement with at least one contract, dated by the service's
+-- own dates and counted once come (business now, above):
+--   new                  a contract without a trial starts (its StartDate): new paying business
+--   trial_start          a contract with a trial starts (its StartDate)
+--   trial_conversion     a trial's first Normal phase starts (converted_at): new paying business
+--   trial_not_converted  a trial is over and never paid (at its trial_end_date): not churn
+--   plan_change          a Normal phase on another plan than the Normal phase before it (its start);
+--                        up or down needs prices, which the bodies do not carry
+--   cancellation, reactivation  metric_contract_transitions (when the loader read them)
+--   churn                a contract that had paid ends (its EndDate)
+-- New paying business is new + trial_conversion; a trial that never paid is never churn.
 CREATE VIEW subscription_movements AS
 WITH lifecycle AS MATERIALIZED (
-  SELECT contract_id, start_date, converted_at, end_date FROM metric_contract_lifecycle
+  SELECT contract_id, start_date, trial_start_date, trial_end_date, converted_at, ended_at, end_kind, trial_outcome, phases FROM metric_contract_lifecycle
 ), movements AS (
-  SELECT 'new' AS movement, contract_id, start_date AS at FROM lifecycle
+  SELECT CASE WHEN trial_start_date IS NULL THEN 'new' ELSE 'trial_start' END AS movement, contract_id, start_date AS at FROM lifecycle
   UNION ALL
   SELECT 'trial_conversion', contract_id, converted_at FROM lifecycle WHERE converted_at IS NOT NULL
   UNION ALL
-  SELECT lower(o.order_type), o.contract_id, COALESCE(o.completed_at, o.created_at)
-    FROM (SELECT wh_as_text(x.f -> 'ordertype') AS order_type, wh_as_text(x.f -> 'status') AS status, wh_as_text(x.f -> 'contractid') AS contract_id,
-                 wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
-            FROM (SELECT * FROM current_facts WHERE resource_type = 'Order' AND NOT deleted) c
-            CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) o
-   WHERE lower(o.order_type) IN ('upgrade', 'downgrade') AND (o.completed_at IS NOT NULL OR lower(o.status) = 'completed') AND o.contract_id IS NOT NULL
+  SELECT 'trial_not_converted', contract_id, trial_end_date FROM lifecycle WHERE trial_outcome = 'not_converted'
+  UNION ALL
+  SELECT 'plan_change', p.contract_id, p.starts_at
+    FROM (SELECT l.contract_id, n.starts_at, n.plan_id, lag(n.plan_id) OVER (PARTITION BY l.contract_id ORDER BY n.starts_at, n.n) AS previous_plan_id
+            FROM lifecycle l
+            CROSS JOIN LATERAL metric_contract_phases(l.phases) n
+           WHERE n.phase_type = 'normal' AND n.plan_id IS NOT NULL AND n.starts_at IS NOT NULL) p
+   WHERE p.plan_id <> p.previous_plan_id
   UNION ALL
   SELECT movement, contract_id, at FROM metric_contract_transitions
   UNION ALL
-  SELECT 'churn', contract_id, end_date FROM lifecycle WHERE end_date IS NOT NULL
+  SELECT 'churn', contract_id, ended_at FROM lifecycle WHERE end_kind = 'churn'
 )
 SELECT (at AT TIME ZONE 'UTC')::date AS day,
        movement,
@@ -243,36 +261,171 @@ SELECT (at AT TIME ZONE 'UTC')::date AS day,
  WHERE at <= now()
  GROUP BY 1, 2;
 
--- Contracts that started with a trial, by UTC month of their StartDate; converted: those with a
--- converted_at (metric_contract_lifecycle). still_in_trial: not converted and the trial not over.
+-- Contracts that started with a trial, by UTC month of the trial's start, for trials started by
+-- now; converted: those with a converted_at (metric_contract_lifecycle, the same conversions as
+-- subscription_movements' trial_conversion); not_converted: the trial is over and never paid;
+-- still_in_trial: neither yet.
 CREATE VIEW trial_cohorts AS
-SELECT date_trunc('month', start_date AT TIME ZONE 'UTC')::date AS cohort_month,
+SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_month,
        count(*) AS trials,
        count(converted_at) AS converted,
        round(count(converted_at)::numeric / count(*), 4) AS conversion_rate,
-       count(*) FILTER (WHERE converted_at IS NULL AND trial_end_date > now()) AS still_in_trial
+       count(*) FILTER (WHERE trial_outcome = 'in_trial') AS still_in_trial,
+       count(*) FILTER (WHERE trial_outcome = 'not_converted') AS not_converted
   FROM metric_contract_lifecycle
- WHERE trial_end_date IS NOT NULL
+ WHERE trial_start_date <= now()
  GROUP BY 1;
 
--- A dunning episode: the dunning documents of one payment escalation process (the dunning's
--- PaymentEscalationProcessId; episode_id is that process's id), or one dunning without a process
--- (episode_id is its own id). It starts at its first DocumentDate (dunning_id is that first
--- document) and ends when its escalation process ends, with that outcome (metric_escalation_ends);
--- a dunning without a process has no end the service tells: it stays open. levels_reached: every
--- DunningLevel any version of its documents showed, ascending.
+-- Payment escalations from what the service sends. The id a PaymentEscalated names
+-- (PaymentEscalationProcessId) is the legal entity's escalation settings, not a per-contract
+-- process, and no endpoint for it is documented; the episodes come from the webhooks themselves:
+-- PaymentEscalated {ContractId, CustomerId, TriggerDays, DueDate, ...} for each step, and
+-- PaymentEscalationReset {ContractId, CustomerId} when the escalation is reset (automatically once
+-- the contract's open positions are paid, or by hand). Keys in any letter case.
+--
+-- One row per episode: a contract's steps from its first PaymentEscalated after the previous
+-- reset to the next reset (or still open), in order of receipt. A step redelivered (the same
+-- TriggerDays and DueDate within an episode) counts once. The service dates neither a step nor a
+-- reset. A step fired TriggerDays days after the DueDate of the oldest open position (spec 6.2):
+-- started_at is that day of the first step (DueDate + TriggerDays; its receipt when either is
+-- missing). The reset is placed after it by the time that passed between the first step's
+-- webhook and the reset's, and never before the last step (each webhook is sent when it
+-- happens; a redelivery is late by its retry delay). due_date: the DueDate of the latest step.
+--
+-- outcome, only as far as the history shows it: the contract's Balance as read right after the
+-- reset, which is the first contract version that the reset caused the loader to read, else
+-- (the reset changed nothing on the contract) the latest version caused only by webhooks
+-- received before the reset. paid: Balance >= 0 (nothing owed: the service resets on its own
+-- once paid); reset: Balance < 0 (reset while still owed). unknown: no such version, no Balance,
+-- or a webhook about the contract or one of its payments arrived after the reset and before that
+-- read (the read may already show a later payment). open: not reset yet. outcome_read_at: when
+-- the loader read the version the outcome rests on. A payment the service records between the
+-- reset and that read, and whose webhook arrives only after the read, cannot be told apart from
+-- one before the reset: the outcome is an inference from what the loader read, exact when the
+-- read follows the reset by less than the time to the next payment.
+CREATE VIEW metric_escalation_episodes AS
+WITH events AS MATERIALIZED (
+  SELECT w.event_id, w.event, w.received_at, k.contract_id, k.customer_id, k.trigger_days, k.due_date
+    FROM webhook_events w
+    CROSS JOIN LATERAL (SELECT wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) AS contract_id,
+                               wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')) AS customer_id,
+                               wh_as_integer(wh_field(w.payload, 'TriggerDays', 'triggerDays', 'triggerdays')) AS trigger_days,
+                               wh_as_timestamptz(wh_field(w.payload, 'DueDate', 'dueDate', 'duedate')) AS due_date
+                        OFFSET 0) k
+   WHERE w.event IN ('PaymentEscalated', 'PaymentEscalationReset') AND w.received_at <= now() AND k.contract_id IS NOT NULL
+), numbered AS (
+  -- An event's episode: how many resets of the contract were received before it.
+  SELECT e.*,
+         COALESCE(count(*) FILTER (WHERE e.event = 'PaymentEscalationReset')
+                    OVER (PARTITION BY e.contract_id ORDER BY e.received_at, e.event_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS episode_no
+    FROM events e
+), steps AS (
+  SELECT DISTINCT ON (n.contract_id, n.episode_no, n.trigger_days, n.due_date) n.*,
+         COALESCE(n.due_date + n.trigger_days * interval '1 day', n.received_at) AS step_at
+    FROM numbered n
+   WHERE n.event = 'PaymentEscalated'
+   ORDER BY n.contract_id, n.episode_no, n.trigger_days, n.due_date, n.received_at, n.event_id
+), episodes AS (
+  SELECT s.contract_id, s.episode_no,
+         (array_agg(s.event_id ORDER BY s.received_at, s.event_id))[1] AS first_event_id,
+         (array_agg(s.customer_id ORDER BY s.received_at, s.event_id) FILTER (WHERE s.customer_id IS NOT NULL))[1] AS customer_id,
+         (array_agg(s.step_at ORDER BY s.received_at, s.event_id))[1] AS started_at,
+         max(s.step_at) AS last_step_at,
+         min(s.received_at) AS first_received_at,
+         COALESCE(array_agg(s.trigger_days ORDER BY s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
+         (array_agg(s.due_date ORDER BY s.received_at DESC, s.event_id DESC))[1] AS due_date
+    FROM steps s
+   GROUP BY s.contract_id, s.episode_no
+), resets AS (
+  SELECT DISTINCT ON (n.contract_id, n.episode_no) n.contract_id, n.episode_no, n.event_id, n.received_at
+    FROM numbered n
+   WHERE n.event = 'PaymentEscalationReset'
+   ORDER BY n.contract_id, n.episode_no, n.received_at, n.event_id
+), closed AS (
+  SELECT e.*, r.event_id AS reset_event_id, r.received_at AS reset_received_at,
+         CASE WHEN r.received_at IS NOT NULL THEN GREATEST(e.started_at + (r.received_at - e.first_received_at), e.last_step_at) END AS ended_at,
+         COALESCE(listed.version, before.version) AS read_version
+    FROM episodes e
+    LEFT JOIN resets r ON r.contract_id = e.contract_id AND r.episode_no = e.episode_no
+    -- The first contract version the reset made the loader read.
+    LEFT JOIN LATERAL (SELECT min(v.version) AS version FROM resource_versions v
+                        WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted
+                          AND r.event_id = ANY (v.source_event_ids)) listed ON r.event_id IS NOT NULL
+    -- Else the latest one caused only by webhooks received before the reset (or, without any,
+    -- read before it: a backfill or reconciliation).
+    LEFT JOIN LATERAL (SELECT max(v.version) AS version FROM resource_versions v
+                        WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted
+                          AND CASE WHEN cardinality(v.source_event_ids) > 0
+                                   THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id) <= r.received_at
+                                   ELSE v.fetched_at <= r.received_at END) before ON r.event_id IS NOT NULL AND listed.version IS NULL
+)
+SELECT c.first_event_id::text AS episode_id,
+       c.contract_id,
+       c.customer_id,
+       c.started_at,
+       c.ended_at,
+       c.due_date,
+       (SELECT max(d) FROM unnest(c.trigger_days_reached) AS d) AS max_trigger_days,
+       c.trigger_days_reached,
+       CASE WHEN c.reset_event_id IS NULL THEN 'open'
+            WHEN h.balance IS NULL THEN 'unknown'
+            WHEN EXISTS (SELECT FROM webhook_events w
+                          WHERE w.received_at > c.reset_received_at AND w.received_at <= h.valid_from
+                            AND (wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) = c.contract_id
+                                 -- A payment of the contract, by the transaction's key (PaymentSucceeded
+                                 -- and the like name only the transaction).
+                                 OR EXISTS (SELECT FROM current_facts t
+                                             WHERE t.resource_type = 'PaymentTransaction'
+                                               AND t.resource_id = wh_as_text(wh_field(w.payload, 'PaymentTransactionId', 'paymentTransactionId', 'paymenttransactionid'))
+                                               AND wh_as_text(t.fields -> 'contractid') = c.contract_id))) THEN 'unknown'
+            WHEN h.balance >= 0 THEN 'paid'
+            ELSE 'reset'
+       END AS outcome,
+       c.ended_at - c.started_at AS duration,
+       c.first_received_at,
+       c.reset_received_at,
+       h.valid_from AS outcome_read_at
+  FROM closed c
+  LEFT JOIN contract_history h ON h.resource_id = c.contract_id AND h.version = c.read_version
+ WHERE c.started_at <= now();
+
+-- The public form: every escalation episode started by now.
+CREATE VIEW payment_escalation_episodes AS
+SELECT episode_id, contract_id, customer_id, started_at, ended_at, due_date, max_trigger_days, trigger_days_reached, outcome, duration
+  FROM metric_escalation_episodes;
+
+-- A dunning episode: the dunning documents of a contract issued during one of its escalation
+-- episodes (episode_id is that episode's), or one dunning issued outside any (episode_id is its
+-- own id; it has no end the service tells, and stays open). Which episode a dunning belongs to
+-- is decided on the time the service told of each (its DunningCreated received, else its first
+-- version read, against the escalation's webhooks received). It starts at its first
+-- DocumentDate (dunning_id is that document) and ends, with the same outcome, when its escalation
+-- episode does, never before its last DocumentDate.
+-- levels_reached: every DunningLevel any version of its documents showed, ascending.
 CREATE VIEW dunning_episodes AS
-WITH dunnings AS (
-  SELECT d.dunning_id, d.contract_id, d.customer_id, d.process_id, COALESCE(d.process_id, d.dunning_id) AS episode_id, d.document_date
+WITH dunnings AS MATERIALIZED (
+  SELECT d.dunning_id, d.contract_id, d.customer_id, d.document_date,
+         COALESCE((SELECT min(w.received_at) FROM webhook_events w
+                    WHERE w.event = 'DunningCreated' AND wh_as_text(wh_field(w.payload, 'DunningId', 'dunningId', 'dunningid')) = d.dunning_id),
+                  d.first_read) AS notified_at
     FROM (SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_id, wh_as_text(x.f -> 'customerid') AS customer_id,
-                 wh_as_text(x.f -> 'paymentescalationprocessid') AS process_id, wh_as_timestamptz(x.f -> 'documentdate') AS document_date
+                 wh_as_timestamptz(x.f -> 'documentdate') AS document_date,
+                 (SELECT min(h.valid_from) FROM version_facts h WHERE h.resource_type = 'Dunning' AND h.resource_id = c.resource_id) AS first_read
             FROM (SELECT * FROM current_facts WHERE resource_type = 'Dunning' AND NOT deleted) c
             CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
+), escalations AS MATERIALIZED (
+  SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
+), placed AS (
+  SELECT d.*, COALESCE(z.episode_id, d.dunning_id) AS episode_id, z.ended_at, z.outcome
+    FROM dunnings d
+    LEFT JOIN LATERAL (SELECT z.episode_id, z.ended_at, z.outcome FROM escalations z
+                        WHERE z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                          AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+                        ORDER BY z.first_received_at DESC LIMIT 1) z ON true
+   WHERE COALESCE(d.document_date, d.notified_at) <= now()
 ), levels AS MATERIALIZED (
-  -- MATERIALIZED: the level is read once per version, and the sort below carries it, not the
-  -- version's fields. A JSON number is an integer exactly when it has no decimals and is in
-  -- range, which takes no text parsing; other values are cast as the typed columns cast them
-  -- (wh_as_integer).
+  -- A JSON number is an integer exactly when it has no decimals and is in range, which takes no
+  -- text parsing; other values are cast as the typed columns cast them (wh_as_integer).
   SELECT h.resource_id AS dunning_id, lv.dunning_level
     FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning') h
     CROSS JOIN LATERAL (SELECT h.fields) AS x(f)
@@ -282,20 +435,18 @@ WITH dunnings AS (
                                     ELSE wh_as_integer(x.f -> 'dunninglevel')
                                END AS dunning_level) lv
    WHERE lv.dunning_level IS NOT NULL
--- Each part of an episode is one aggregation, sorted once for all episodes (DISTINCT ON, or one
--- order for all of its aggregates): with several orders in one GROUP BY, every episode sorted its
--- rows once per order.
 ), firsts AS (
-  SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id
-    FROM dunnings x
-   ORDER BY x.episode_id, x.document_date, x.dunning_id
+  SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id, x.ended_at, x.outcome
+    FROM placed x
+   ORDER BY x.episode_id, COALESCE(x.document_date, x.notified_at), x.dunning_id
 ), members AS (
-  SELECT x.episode_id, min(x.process_id) AS process_id, min(x.document_date) AS started_at, array_agg(x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
-    FROM dunnings x
+  SELECT x.episode_id, min(COALESCE(x.document_date, x.notified_at)) AS started_at, max(COALESCE(x.document_date, x.notified_at)) AS last_at,
+         min(x.document_date) AS first_document_date, array_agg(x.dunning_id ORDER BY x.dunning_id) AS dunning_ids
+    FROM placed x
    GROUP BY x.episode_id
 ), reached AS (
   SELECT x.episode_id, max(l.dunning_level) AS max_level, array_agg(DISTINCT l.dunning_level ORDER BY l.dunning_level) AS levels_reached
-    FROM dunnings x
+    FROM placed x
     JOIN levels l ON l.dunning_id = x.dunning_id
    GROUP BY x.episode_id
 )
@@ -304,59 +455,35 @@ SELECT m.episode_id,
        f.contract_id,
        f.customer_id,
        m.started_at,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at END AS ended_at,
+       CASE WHEN f.ended_at IS NOT NULL THEN GREATEST(f.ended_at, m.last_at) END AS ended_at,
        r.max_level,
        r.levels_reached,
-       COALESCE(z.outcome, 'open') AS outcome,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at - m.started_at END AS duration,
-       m.dunning_ids
+       COALESCE(f.outcome, 'open') AS outcome,
+       CASE WHEN f.ended_at IS NOT NULL THEN GREATEST(f.ended_at, m.last_at) - m.started_at END AS duration,
+       m.dunning_ids,
+       m.first_document_date
   FROM members m
   JOIN firsts f ON f.episode_id = m.episode_id
-  LEFT JOIN reached r ON r.episode_id = m.episode_id
-  -- LATERAL and OFFSET 0: only the processes the dunnings name are read, each by its key (without
-  -- OFFSET 0 it is planned as a join with every process's end).
-  LEFT JOIN LATERAL (SELECT z.ended_at, z.outcome FROM metric_escalation_ends z WHERE z.process_id = m.process_id OFFSET 0) z ON true;
+  LEFT JOIN reached r ON r.episode_id = m.episode_id;
 
--- One episode per payment escalation process (the service starts a new process for a later
--- escalation): from its StartedAt to its end (metric_escalation_ends). trigger_days_reached: the
--- TriggerDays of its Steps in the order executed (5, 10, 5 can occur, spec 6.2), or its
--- TriggerDays alone when the body has no Steps.
-CREATE VIEW payment_escalation_episodes AS
-SELECT z.process_id AS episode_id,
-       z.process_id,
-       z.contract_id,
-       z.customer_id,
-       z.started_at,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at END AS ended_at,
-       (SELECT max(d) FROM unnest(s.days) AS d) AS max_trigger_days,
-       s.days AS trigger_days_reached,
-       z.outcome,
-       CASE WHEN z.outcome <> 'open' THEN z.ended_at - z.started_at END AS duration
-  FROM metric_escalation_ends z
-  CROSS JOIN LATERAL (
-    SELECT CASE WHEN z.steps IS NOT NULL THEN
-                  ARRAY(SELECT wh_as_integer(wh_field(e.value, 'TriggerDays', 'triggerDays', 'triggerdays'))
-                          FROM jsonb_array_elements(z.steps) WITH ORDINALITY AS e(value, n)
-                         WHERE wh_as_integer(wh_field(e.value, 'TriggerDays', 'triggerDays', 'triggerdays')) IS NOT NULL
-                         ORDER BY e.n)
-                ELSE array_remove(ARRAY[z.trigger_days], NULL)
-           END AS days) s;
-
--- Payment transactions by their current state, per UTC day of CompletedAt (else CreatedAt),
--- provider and currency: Succeeded and Failed ones (other statuses, e.g. pending, are not counted).
+-- Payment transactions by their current state, per UTC day of their status (StatusTimestamp,
+-- else the Status object's Timestamp), provider and currency, for statuses dated by now:
+-- Succeeded and Failed ones (Status.Status; other statuses, e.g. Pending, are not counted).
+-- Amounts are the transactions' Amount: what was charged, VAT included.
 CREATE VIEW payment_outcomes AS
-SELECT (COALESCE(t.completed_at, t.created_at) AT TIME ZONE 'UTC')::date AS day,
+SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        t.provider,
        t.currency,
        count(*) FILTER (WHERE t.status = 'succeeded') AS succeeded,
        count(*) FILTER (WHERE t.status = 'failed') AS failed,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'succeeded'), 0) AS succeeded_amount,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'failed'), 0) AS failed_amount
-  FROM (SELECT lower(wh_as_text(x.f -> 'status')) AS status, wh_as_numeric(x.f -> 'amount') AS amount, wh_as_text(x.f -> 'currency') AS currency,
-               wh_as_text(x.f -> 'paymentprovider') AS provider, wh_as_timestamptz(x.f -> 'createdat') AS created_at, wh_as_timestamptz(x.f -> 'completedat') AS completed_at
+  FROM (SELECT lower(wh_as_text(wh_field(x.f -> 'status', 'Status', 'status', 'status'))) AS status, wh_as_numeric(x.f -> 'amount') AS amount,
+               wh_as_text(x.f -> 'currency') AS currency, wh_as_text(x.f -> 'paymentprovider') AS provider,
+               COALESCE(wh_as_timestamptz(x.f -> 'statustimestamp'), wh_as_timestamptz(wh_field(x.f -> 'status', 'Timestamp', 'timestamp', 'timestamp'))) AS at
           FROM (SELECT * FROM current_facts WHERE resource_type = 'PaymentTransaction' AND NOT deleted) c
           CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) t
- WHERE t.status IN ('succeeded', 'failed')
+ WHERE t.status IN ('succeeded', 'failed') AND t.at <= now()
  GROUP BY 1, 2, 3;
 
 -- The loader's own health per minute, on the load-side clocks: webhooks by ingress receipt,

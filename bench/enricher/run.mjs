@@ -42,7 +42,7 @@ const config = configWithLocalStack({ ...process.env, TOPIC_PREFIX: prefix, LOG_
 const log = createLogger('error');
 const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'bench-enricher', log });
 const registry = createRegistry(config.schemaRegistryUrl);
-const sim = await startSimulator({ seed: 5, faults: { latencyMs: 20 }, rateLimit: { requestsPerSecond: SIM_LIMIT, burst: SIM_LIMIT }, delivery: { retryBaseDelayMs: 200 } });
+const sim = await startSimulator({ seed: 5, faults: { latencyMs: 20 }, rateLimit: { requestsPerSecond: SIM_LIMIT, burst: SIM_LIMIT }, delivery: { retryBaseDelayMs: 200 }, escalationSettings: true });
 const ingress = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, { ...config, ingressPort: 0, host: '127.0.0.1' });
 sim.setWebhookUrl(`${ingress.url}/webhooks`);
 const api = createBillingApiClient({

@@ -86,8 +86,10 @@ const R = Math.max(8, Math.round(N / 5));
 const START = '2025-01-01T00:00:00Z';
 
 /**
- * The body of version v of resource r (SQL over r, v, nv, cust, created, at): the simulator's
- * fields, ~2 KB. The fields that vary are built per version; the rest come from one of 64
+ * The body of version v of resource r (SQL over type, r, v, nv, cust, created, at): the
+ * documented fields of the service as the sandbox serves them, ~2 KB: a trial is a Trial phase,
+ * a cancellation an EndDate with an Inactive phase from it, a payment transaction's Status an
+ * object with its StatusTimestamp. The fields that vary are built per version; the rest come from one of 64
  * templates (bodies built field by field cost most of the generation time). One version in ten
  * spells its keys in camelCase, as the service may (spec 9.3).
  */
@@ -97,27 +99,31 @@ const VARYING = [
   ['ContractId', `'r-' || (r - r % 8)`],
   ['PlanId', `'plan-' || ((r + v / 3) % 12)`],
   ['PlanVariantId', `'variant-' || ((r + v / 3) % 12) || '-' || (r % 2)`],
-  ['LifecycleStatus', `CASE WHEN v = nv AND r % 32 = 0 THEN 'Cancelled' WHEN v = 1 AND r % 3 = 0 THEN 'InTrial' ELSE 'Active' END`],
-  ['Status', `(ARRAY['Open', 'Sent', 'Paid', 'Completed', 'Failed'])[1 + (r + v) % 5]`],
+  ['LifecycleStatus', `CASE WHEN v = 1 AND r % 3 = 0 THEN 'InTrial' ELSE 'Active' END`],
+  ['Status', `CASE WHEN type = 'PaymentTransaction'
+                   THEN jsonb_build_object('Status', (ARRAY['Succeeded', 'Failed', 'Pending'])[1 + (r + v) % 3], 'Timestamp', at)
+                   ELSE to_jsonb((ARRAY['InProgress', 'Completed', 'PaymentPending', 'Failed'])[1 + (r + v) % 4]) END`],
+  ['StatusTimestamp', 'at'],
   ['StartDate', 'created'],
-  ['TrialEndDate', `CASE WHEN r % 3 = 0 THEN created + interval '14 days' END`],
-  ['CancellationDate', `CASE WHEN v = nv AND r % 32 = 0 THEN at END`],
-  ['CurrentPeriodStart', 'at'],
-  ['DocumentDate', 'at'],
-  ['DueDate', `at + interval '14 days'`],
+  ['Phases', `CASE WHEN r % 3 = 0
+                   THEN jsonb_build_array(jsonb_build_object('Type', 'Trial', 'StartDate', created, 'PlanId', 'plan-' || (r % 12)),
+                                          jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '14 days', 'PlanId', 'plan-' || ((r + v / 3) % 12)))
+                   ELSE jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created, 'PlanId', 'plan-' || ((r + v / 3) % 12))) END
+              || CASE WHEN v = nv AND r % 32 = 0 THEN jsonb_build_array(jsonb_build_object('Type', 'Inactive', 'StartDate', at + interval '30 days')) ELSE '[]'::jsonb END`],
+  ['CurrentPhase', `jsonb_build_object('Type', CASE WHEN v = 1 AND r % 3 = 0 THEN 'Trial' ELSE 'Normal' END, 'StartDate', created)`],
+  ['DocumentDate', `to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`],
+  ['DueDate', `to_char((at + interval '14 days') AT TIME ZONE 'UTC', 'YYYY-MM-DD')`],
   ['TotalNet', `round((r % 1000)::numeric / 7, 2)`],
+  ['Total', `round((r % 1000)::numeric / 7, 2)`],
   ['Amount', `round((r % 500)::numeric / 3, 2)`],
   ['IsLocked', 'v % 7 = 0'],
   ['DunningLevel', '1 + v % 3'],
   ['TriggerDays', 'v * 7'],
   ['Balance', '-(v * 10)'],
-  // Business dates and kinds the metric views read.
+  // Business dates the metric views read.
   ['EndDate', `CASE WHEN v = nv AND r % 32 = 0 THEN at + interval '30 days' END`],
-  ['OrderType', `(ARRAY['Signup', 'Upgrade', 'Downgrade', 'ComponentSubscription'])[1 + (r / 8 + v) % 4]`],
   ['CreatedAt', 'created'],
-  ['CompletedAt', 'at'],
-  ['StartedAt', 'created'],
-  ['ResetAt', `CASE WHEN v = nv AND r % 4 = 0 THEN at END`],
+  ['Created', 'created'],
 ];
 const camel = (k) => k.charAt(0).toLowerCase() + k.slice(1);
 const varying = (name) => `jsonb_build_object(${VARYING.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')})`;
@@ -129,14 +135,11 @@ async function createTemplates(target) {
     SELECT i, b AS pascal, (SELECT jsonb_object_agg(lower(left(k, 1)) || substr(k, 2), val) FROM jsonb_each(b) AS e(k, val)) AS camel
       FROM (SELECT i, jsonb_build_object(
               'ExternalCustomerId', 'CRM-' || (10000 + i * 977),
-              'PlanName', 'Plan ' || (i % 12),
               'Currency', (ARRAY['EUR', 'CHF', 'USD'])[1 + i % 3],
-              'CurrentPeriodEnd', '2025-02-01T00:00:00Z',
               'InvoiceNumber', 'INV-' || i,
               'TotalVat', round(i::numeric / 7 * 0.19, 2),
               'TotalGross', round(i::numeric / 7 * 1.19, 2),
               'PaymentProvider', CASE WHEN i % 2 = 0 THEN 'Stripe' ELSE 'GoCardless' END,
-              'NoticePeriodDays', 30,
               'Phases', jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', '2025-01-01T00:00:00Z', 'PlanId', 'plan-' || (i % 12), 'PlanVariantId', 'variant-' || (i % 12) || '-0')),
               'PaymentBearer', jsonb_build_object('Type', 'CreditCard', 'Holder', 'Jane Q. Customer', 'CardType', 'Visa', 'Last4', (1000 + i * 37)::text, 'ExpiryMonth', 12, 'ExpiryYear', 2030),
               'Address', jsonb_build_object('Street', 'Musterstraße', 'HouseNumber', i::text, 'PostalCode', '80331', 'City', 'München', 'Country', 'DE'),
@@ -358,7 +361,7 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
   const resources = Math.ceil(M / 4);
   const { rows: bodies } = await pool.query(
     `SELECT r, ${BODY_SQL}::text AS body FROM generate_series(0, 63) AS r JOIN ${S}.bench_templates tpl ON tpl.i = r,
-            LATERAL (SELECT 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
+            LATERAL (SELECT 'Contract' AS type, 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
   );
   const record = (i) => {
     const r = i % resources;

@@ -56,6 +56,8 @@ export function registerDemo(program: Command): void {
       const sim = await startSimulator({
         seed,
         faults: { latencyMs: 20 },
+        // Served, so a loader configured to read the escalation settings finds them.
+        escalationSettings: true,
         // Upstream delivers late, twice and out of order (spec 6.1.7); so does the demo.
         delivery: { retryBaseDelayMs: 200, duplicateRate: 0.1, reorderRate: 0.1, lateRate: 0.05, lateDelayMs: 2000 },
       });
@@ -92,13 +94,30 @@ export function registerDemo(program: Command): void {
     });
 }
 
+/** Simulated days the demo's history spans, ending now; customers sign up during its first SPREAD_DAYS. */
+const HISTORY_DAYS = 180;
+const SPREAD_DAYS = 120;
+
+/**
+ * The customers of a demo of `seconds`: about 0.4 per second, so that their events (a few per
+ * second) stay within the loader's request budget and each change is read as its own version.
+ */
+export function demoCustomers(seconds: number): number {
+  return Math.max(6, Math.round(seconds * 0.4));
+}
+
 async function playScenario(sim: Simulator, pool: pg.Pool, schema: string, seconds: number, before: number): Promise<void> {
-  say(`4/5 playing the default scenario for ${seconds} s: signups, trials, plan changes, cancellations, invoices, payment failures, escalations, dunning, customer locks and deletions`);
+  const customers = demoCustomers(seconds);
+  say(`4/5 playing the last ${HISTORY_DAYS} days of ${customers} customers in ${seconds} s, up to now: signups, trials, plan changes, cancellations, invoices every month, payment failures, escalations, dunning, customer locks and deletions, catalog price changes`);
   const stop = new AbortController();
   const started = Date.now();
-  const run = sim.runScenario({ name: 'default', customers: 12, stepDelayMs: 25, loop: true, signal: stop.signal });
-  const timer = setTimeout(() => stop.abort(), seconds * 1000);
-  while (!stop.signal.aborted) {
+  // The story clock: the history ends at the wall clock's now when the run ends, and its events
+  // are paced over the run, so the loader reads each contract's states one by one.
+  const run = sim.runScenario({ name: 'default', customers, historyDays: HISTORY_DAYS, spreadDays: SPREAD_DAYS, endAt: new Date(started + seconds * 1000), durationMs: seconds * 1000, signal: stop.signal });
+  const timer = setTimeout(() => stop.abort(), seconds * 1000 + 10_000);
+  let done = false;
+  void run.finally(() => (done = true));
+  while (!done) {
     await Promise.race([sleep(5000), run]);
     const s = sim.stats();
     const versions = (await versionCount(pool, schema)) - before;
@@ -131,6 +150,22 @@ async function drain(sim: Simulator, pool: pg.Pool, schema: string): Promise<voi
   say('    (still moving after 2 minutes; the summary shows what has landed so far)');
 }
 
+/** What the warehouse's history shows of this run's contracts: versions, cancellations and plan changes (from `contract_changes`). */
+async function contractStory(pool: pg.Pool, schema: string, ids: string[]): Promise<{ loaded: number; several: number; versions: number; cancellations: number; planChanges: number }> {
+  const { rows: [v] } = await pool.query<{ loaded: number; several: number; versions: number }>(
+    `SELECT count(*)::int AS loaded, count(*) FILTER (WHERE n > 1)::int AS several, coalesce(sum(n), 0)::int AS versions
+       FROM (SELECT resource_id, count(*) AS n FROM ${schema}.contract_history WHERE resource_id = ANY($1) GROUP BY resource_id) per_contract`,
+    [ids],
+  );
+  const { rows: [c] } = await pool.query<{ cancellations: number; plan_changes: number }>(
+    `SELECT count(*) FILTER (WHERE field = 'enddate' AND jsonb_typeof(new_value) = 'string' AND jsonb_typeof(old_value) IS DISTINCT FROM 'string')::int AS cancellations,
+            count(*) FILTER (WHERE field = 'planid' AND jsonb_typeof(old_value) = 'string' AND jsonb_typeof(new_value) = 'string')::int AS plan_changes
+       FROM ${schema}.contract_changes WHERE resource_id = ANY($1) AND field IN ('enddate', 'planid')`,
+    [ids],
+  );
+  return { loaded: v?.loaded ?? 0, several: v?.several ?? 0, versions: v?.versions ?? 0, cancellations: c?.cancellations ?? 0, planChanges: c?.plan_changes ?? 0 };
+}
+
 async function counterTotal(metrics: MetricsRegistry, name: string): Promise<number> {
   const metric = (await metrics.getMetricsAsJSON()).find((m) => m.name === name);
   return (metric?.values ?? []).reduce((sum, v) => sum + Number(v.value), 0);
@@ -155,6 +190,11 @@ async function printSummary(sim: Simulator, pool: pg.Pool, config: Config, metri
     say(`    ${type.padEnd(26)} ${rows[0]?.n}`);
   }
   const ids = sim.ids('Contract');
+  const story = await contractStory(pool, schema, ids);
+  say(`\n  contracts of this run                 ${ids.length}  (${story.loaded} in the warehouse)`);
+  say(`    with several versions               ${story.several}  (${story.versions} versions, ${story.loaded > 0 ? (story.versions / story.loaded).toFixed(1) : '0'} per contract)`);
+  say(`    cancellations in their history      ${story.cancellations}  (EndDate set; contract_changes field 'enddate')`);
+  say(`    plan changes in their history       ${story.planChanges}  (contract_changes field 'planid')`);
   const { rows: [busiest] } = await pool.query<{ resource_id: string }>(
     `SELECT resource_id FROM ${schema}.contract_history WHERE resource_id = ANY($1) GROUP BY resource_id ORDER BY count(*) DESC, resource_id LIMIT 1`,
     [ids],

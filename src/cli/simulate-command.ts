@@ -31,6 +31,11 @@ export interface SimulateOptions {
   reorderRate: number;
   clientId: string;
   clientSecret?: string;
+  /** The story clock: play the last `historyDays` up to now over this many seconds. */
+  untilNow?: number;
+  historyDays?: number;
+  /** Serve the account's payment escalation settings (default: 404, as no path is documented). */
+  escalationSettings?: boolean;
 }
 
 const int = (what: string, min: number) => (value: string) => {
@@ -71,6 +76,9 @@ export function registerSimulate(program: Command): void {
     .option('--customers <n>', 'customers in the scenario (each lives one story)', int('a count', 1), 12)
     .option('--step-delay-ms <ms>', 'wall-clock pause between two simulated instants, in milliseconds', int('milliseconds', 0), 200)
     .option('--loop', 'start over with new customers when the scenario ends, until stopped', false)
+    .option('--until-now <seconds>', 'the story clock: play the last --history-days days up to the wall clock\'s now, paced over this many seconds (instead of --step-delay-ms and --loop)', int('seconds', 1))
+    .option('--history-days <days>', 'simulated days the --until-now history spans; customers sign up in its first two thirds', int('days', 31), 180)
+    .option('--escalation-settings', 'serve the payment escalation settings that PaymentEscalated names (default: 404, no path is documented)', false)
     .option('--rate <rps>', 'request budget of the token and resource endpoints, requests per second (0: unlimited)', nonNegative, 50)
     .option('--burst <n>', 'requests allowed at once after an idle period (default: 2 seconds of --rate)', int('a count', 1))
     .option('--token-lifetime <seconds>', 'tokens expire after this many seconds (default: never, as upstream)', int('seconds', 1))
@@ -116,6 +124,7 @@ export async function runSimulate(opts: SimulateOptions, io: { log: Logger; prin
       unknownFields: opts.unknownFields,
       ...(opts.webhookUrl ? { webhookUrl: opts.webhookUrl } : {}),
       delivery: { retryBaseDelayMs: opts.retryBaseDelayMs, duplicateRate: opts.duplicateRate, lateRate: opts.lateRate, reorderRate: opts.reorderRate },
+      escalationSettings: opts.escalationSettings ?? false,
       logger: io.log,
     });
   } catch (err) {
@@ -127,7 +136,12 @@ export async function runSimulate(opts: SimulateOptions, io: { log: Logger; prin
   io.print(`BILLING_CLIENT_ID=${sim.clientId}`);
   io.print(`BILLING_CLIENT_SECRET=${sim.clientSecret}`);
   if (opts.scenario !== 'none') {
-    sim.runScenario({ name: opts.scenario as (typeof SCENARIO_NAMES)[number], customers: opts.customers, stepDelayMs: opts.stepDelayMs, loop: opts.loop }).then(
+    const name = opts.scenario as (typeof SCENARIO_NAMES)[number];
+    const historyDays = opts.historyDays ?? 180;
+    const storyClock = opts.untilNow
+      ? { historyDays, spreadDays: Math.floor((historyDays * 2) / 3), endAt: new Date(Date.now() + opts.untilNow * 1000), durationMs: opts.untilNow * 1000 }
+      : { stepDelayMs: opts.stepDelayMs, loop: opts.loop };
+    sim.runScenario({ name, customers: opts.customers, ...storyClock }).then(
       () => io.log.info('still serving until stopped'),
       (err: unknown) => io.log.error('scenario failed; still serving until stopped', { err }),
     );

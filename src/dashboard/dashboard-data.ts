@@ -12,7 +12,7 @@ import type { DayRange } from './request-params.js';
  */
 
 /** The movements of subscription_movements, in the order the page stacks them. */
-export const MOVEMENTS = ['new', 'trial_conversion', 'upgrade', 'downgrade', 'cancellation', 'reactivation', 'churn'] as const;
+export const MOVEMENTS = ['new', 'trial_start', 'trial_conversion', 'trial_not_converted', 'plan_change', 'cancellation', 'reactivation', 'churn'] as const;
 /** contract_daily's status columns. */
 export const CONTRACT_STATUSES = ['in_trial', 'active', 'cancelled_running', 'ended'] as const;
 
@@ -135,7 +135,7 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
     async range() {
       // The span of what happened: business days of the story, not the loader's clock (a sandbox
       // story set in 2025 is loaded in 2026). From the first contract's StartDate to the latest
-      // contract date (start, trial end, cancellation, end) that has happened, widened by the
+      // contract date (start, end) that has happened, widened by the
       // days of payment_outcomes: the contract dates from contract_current's typed columns (an
       // index of the current versions), not from a metric view, which costs seconds at millions
       // of versions.
@@ -143,7 +143,7 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
         `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day)::text AS to
            FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day, (max(l.at) AT TIME ZONE 'UTC')::date AS last_day
                    FROM ${s}.contract_current c
-                   CROSS JOIN LATERAL (SELECT max(d) AS at FROM unnest(ARRAY[c.start_date, c.trial_end_date, c.cancellation_date, c.end_date]) AS d WHERE d <= now()) l
+                   CROSS JOIN LATERAL (SELECT max(d) AS at FROM unnest(ARRAY[c.start_date, c.end_date]) AS d WHERE d <= now()) l
                   WHERE c.start_date IS NOT NULL) c,
                 (SELECT min(day) AS first_day, max(day) AS last_day FROM ${s}.payment_outcomes) po`,
       );
@@ -159,7 +159,7 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
           `SELECT day::text AS day, plan_id, in_trial, active, cancelled_running, ended FROM ${s}.contract_daily WHERE day BETWEEN $1::date AND $2::date`,
           [range.from, range.to],
         ),
-        q<{ plan_id: string; plan_name: string | null }>(`SELECT plan_id, max(plan_name) AS plan_name FROM ${s}.contract_current WHERE plan_id IS NOT NULL GROUP BY plan_id`).then(
+        q<{ plan_id: string; plan_name: string | null }>(`SELECT DISTINCT plan_id, NULL::text AS plan_name FROM ${s}.contract_current WHERE plan_id IS NOT NULL`).then(
           (r) => new Map(r.map((x) => [x.plan_id, x.plan_name])),
         ),
       ]);

@@ -1,4 +1,5 @@
 import { CITIES, COMPANIES, COMPONENTS, CURRENCIES, FIRST_NAMES, LAST_NAMES, PLANS, STREETS, VAT_RATE, type Plan } from './catalog.js';
+import { componentPrice, recurringFee } from './catalog-operations.js';
 import { addDays, iso, money, type OperationContext } from './operation-context.js';
 import type { ResourceBody } from './truth-store.js';
 
@@ -39,17 +40,27 @@ export class BillingOperations {
     const firstName = r.pick(FIRST_NAMES);
     const lastName = r.pick(LAST_NAMES);
     const place = r.pick(CITIES);
+    const company = r.chance(0.6) ? r.pick(COMPANIES) : null;
+    const externalCustomerId = `CRM-${r.int(10000, 99999)}`;
     ctx.store.create('Customer', customerId, {
       Id: customerId,
       CreatedAt: iso(now),
-      ExternalCustomerId: `CRM-${r.int(10000, 99999)}`,
-      CompanyName: r.chance(0.6) ? r.pick(COMPANIES) : null,
+      DeletedAt: null,
+      IsLocked: false,
+      Hidden: false,
+      CustomerName: company ?? `${firstName} ${lastName}`,
+      CustomerSubName: company ? `${firstName} ${lastName}` : null,
+      ExternalCustomerId: externalCustomerId,
+      CompanyName: company,
       FirstName: firstName,
       LastName: lastName,
-      EmailAddress: `${firstName}.${lastName}${r.int(1, 99)}@example.com`.toLowerCase(),
-      Address: { Street: r.pick(STREETS), HouseNumber: String(r.int(1, 120)), PostalCode: place.PostalCode, City: place.City, Country: place.Country },
+      Language: 'de',
       Locale: place.Country === 'CH' ? 'de-CH' : place.Country === 'AT' ? 'de-AT' : 'de-DE',
-      IsLocked: false,
+      VatId: company ? `${place.Country}${r.int(100000000, 999999999)}` : null,
+      EmailAddress: `${firstName}.${lastName}${r.int(1, 99)}@example.com`.toLowerCase(),
+      Tag: null,
+      Address: { Street: r.pick(STREETS), HouseNumber: String(r.int(1, 120)), PostalCode: place.PostalCode, City: place.City, Country: place.Country },
+      CustomerType: company ? 'Business' : 'Consumer',
       DefaultBearerMedium: 'Email',
     });
     ctx.emit({ Event: 'CustomerCreated', CustomerId: customerId });
@@ -57,38 +68,40 @@ export class BillingOperations {
     const contractId = r.hexId();
     const bearerKind = options.bearer ?? (r.chance(0.7) ? 'card' : 'debit');
     const components = (options.components ?? []).map(([index, quantity]) => this.componentSubscription(index, quantity, now));
+    ctx.componentSubscriptions.set(contractId, components);
     const customer = ctx.store.get('Customer', customerId)!;
+    const trialEnd = addDays(now, plan.TrialDays);
+    const phases = trial ? [phase('Trial', now, plan), phase('Normal', trialEnd, plan)] : [phase('Normal', now, plan)];
     ctx.store.create('Contract', contractId, {
       Id: contractId,
       CustomerId: customerId,
-      ExternalCustomerId: customer.ExternalCustomerId,
-      ReferenceCode: `C-${contractId.slice(-6).toUpperCase()}`,
+      CustomerName: customer.CustomerName,
       PlanId: plan.PlanId,
       PlanVariantId: plan.PlanVariantId,
-      PlanName: plan.Name,
-      Currency: r.pick(CURRENCIES),
+      PlanGroupId: plan.PlanGroupId,
       LifecycleStatus: trial ? 'InTrial' : 'Active',
+      Phases: phases,
+      CurrentPhase: currentPhase(phases, now),
       StartDate: iso(now),
-      TrialEndDate: trial ? iso(addDays(now, plan.TrialDays)) : null,
-      CancellationDate: null,
       EndDate: null,
-      NoticePeriodDays: 30,
-      Phases: [{ Type: trial ? 'Trial' : 'Normal', StartDate: iso(now), PlanId: plan.PlanId, PlanVariantId: plan.PlanVariantId }],
-      ComponentSubscriptions: components,
-      CurrentPeriodStart: iso(now),
-      CurrentPeriodEnd: iso(addDays(now, trial ? plan.TrialDays : 30)),
+      BilledUntil: null,
+      LastBillingDate: null,
+      NextBillingDate: iso(trial ? trialEnd : addDays(now, PERIOD_DAYS)),
       Balance: 0,
-      LastPaymentRegisteredAmount: null,
-      PaymentProvider: bearerKind === 'card' ? 'Stripe' : 'GoCardless',
+      Currency: r.pick(CURRENCIES),
+      ReferenceCode: `C-${contractId.slice(-6).toUpperCase()}`,
+      ExternalId: null,
       PaymentBearer: this.newBearer(bearerKind, `${firstName} ${lastName}`, options.cardExpiry),
-      PaymentProcessStatus: 'Active',
-      EscalationStatus: 'None',
-      PaymentEscalationProcessId: null,
+      PaymentProvider: bearerKind === 'card' ? 'Stripe' : 'GoCardless',
+      EscalationSuspended: false,
+      RecurringPaymentsPaused: false,
+      BillingSuspended: false,
     });
-    ctx.emit({ Event: 'ContractCreated', ContractId: contractId });
+    this.contractEvent('ContractCreated', contractId, 'Signup');
     if (ctx.legacyEvents) ctx.emit({ Event: 'AccountCreated', ContractId: contractId });
 
-    const orderId = this.createOrder(contractId, 'Signup', plan, components, trial ? 0 : plan.Price);
+    // The first period's fee, and the components' (nothing during a trial).
+    const orderId = this.createOrder(contractId, plan, [this.planItem(plan, trial ? 0 : recurringFee(ctx.store, plan)), ...components.map((c) => this.componentItem(c, trial))], trial);
     ctx.emit({ Event: 'OrderSucceeded', ContractId: contractId, OrderId: orderId });
     return { customerId, contractId, orderId };
   }
@@ -99,81 +112,98 @@ export class BillingOperations {
     this.ctx.emit({ Event: 'TrialEndApproaching', ContractId: contractId });
   }
 
+  /** The trial phase is over: the contract's next (Normal) phase is current, the first paid period starts. */
   endTrial(contractId: string): void {
-    const now = iso(this.ctx.now());
+    const now = this.ctx.now();
     this.ctx.store.update('Contract', contractId, (c) => {
       c.LifecycleStatus = 'Active';
-      (c.Phases as ResourceBody[]).push({ Type: 'Normal', StartDate: now, PlanId: c.PlanId, PlanVariantId: c.PlanVariantId });
-      c.CurrentPeriodStart = now;
-      c.CurrentPeriodEnd = iso(addDays(this.ctx.now(), 30));
+      c.CurrentPhase = currentPhase(c.Phases as ResourceBody[], now);
+      c.NextBillingDate = iso(addDays(now, PERIOD_DAYS));
     });
-    this.ctx.emit({ Event: 'ContractChanged', ContractId: contractId });
+    this.contractEvent('ContractChanged', contractId, 'TrialEnd');
   }
 
-  /** An up- or downgrade to another plan: an order, then the contract's new phase. */
+  /** An up- or downgrade to another plan: an order, then the contract's new phase, starting now. */
   changePlan(contractId: string, planIndex: number): string {
     const plan = PLANS[planIndex];
     if (!plan) throw new RangeError(`no plan ${planIndex}`);
     const before = this.contract(contractId);
-    const oldPrice = PLANS.find((p) => p.PlanId === before.PlanId)?.Price ?? 0;
-    const orderId = this.createOrder(contractId, plan.Price >= oldPrice ? 'Upgrade' : 'Downgrade', plan, [], money(Math.max(0, plan.Price - oldPrice)));
-    const now = iso(this.ctx.now());
+    const oldPlan = PLANS.find((p) => p.PlanId === before.PlanId);
+    const oldFee = oldPlan ? recurringFee(this.ctx.store, oldPlan) : 0;
+    const newFee = recurringFee(this.ctx.store, plan);
+    const orderId = this.createOrder(contractId, plan, [this.planItem(plan, Math.max(0, newFee - oldFee))], false);
+    const now = this.ctx.now();
     this.ctx.store.update('Contract', contractId, (c) => {
       c.PlanId = plan.PlanId;
       c.PlanVariantId = plan.PlanVariantId;
-      c.PlanName = plan.Name;
-      (c.Phases as ResourceBody[]).push({ Type: 'Normal', StartDate: now, PlanId: plan.PlanId, PlanVariantId: plan.PlanVariantId });
+      c.PlanGroupId = plan.PlanGroupId;
+      c.Phases = withPhase(c.Phases as ResourceBody[], phase('Normal', now, plan), false);
+      c.CurrentPhase = currentPhase(c.Phases as ResourceBody[], now);
     });
     this.ctx.emit({ Event: 'OrderSucceeded', ContractId: contractId, OrderId: orderId });
-    this.ctx.emit({ Event: 'ContractChanged', ContractId: contractId });
+    this.contractEvent('ContractChanged', contractId, newFee >= oldFee ? 'Upgrade' : 'Downgrade');
     return orderId;
   }
 
+  /** A component subscription is added (an order; the contract changes upstream, its body here does not). */
   addComponent(contractId: string, componentIndex: number, quantity: number): string {
     const now = this.ctx.now();
     const subscription = this.componentSubscription(componentIndex, quantity, now);
     const plan = PLANS.find((p) => p.PlanId === this.contract(contractId).PlanId) ?? PLANS[0]!;
-    const orderId = this.createOrder(contractId, 'ComponentSubscription', plan, [subscription], money((COMPONENTS[componentIndex]?.PricePerUnit ?? 0) * quantity));
-    this.ctx.store.update('Contract', contractId, (c) => {
-      (c.ComponentSubscriptions as ResourceBody[]).push(subscription);
-    });
+    const orderId = this.createOrder(contractId, plan, [this.componentItem(subscription, false)], false);
+    this.subscriptions(contractId).push(subscription);
     this.ctx.emit({ Event: 'OrderSucceeded', ContractId: contractId, OrderId: orderId });
-    this.ctx.emit({ Event: 'ContractChanged', ContractId: contractId });
+    this.contractEvent('ContractChanged', contractId, 'ComponentSubscriptionChange');
     return orderId;
   }
 
   /** Ends the first open component subscription of the contract. */
   removeComponent(contractId: string): void {
     const now = iso(this.ctx.now());
-    this.ctx.store.update('Contract', contractId, (c) => {
-      const open = (c.ComponentSubscriptions as ResourceBody[]).find((s) => s.EndDate === null);
-      if (!open) throw new Error(`contract ${contractId} has no open component subscription`);
-      open.EndDate = now;
-    });
-    this.ctx.emit({ Event: 'ContractChanged', ContractId: contractId });
+    const open = this.subscriptions(contractId).find((s) => s.EndDate === null);
+    if (!open) throw new Error(`contract ${contractId} has no open component subscription`);
+    open.EndDate = now;
+    this.contractEvent('ContractChanged', contractId, 'ComponentSubscriptionChange');
   }
 
-  /** A cancellation: the contract ends after the notice period (spec 6.2: ContractCancelled now, ContractChanged at the end). */
+  /**
+   * A cancellation: the contract gets its (future) EndDate and an Inactive phase starting then,
+   * replacing any phase planned from then on (ContractCancelled now, ContractChanged at the end).
+   */
   cancel(contractId: string, noticeDays: number): Date {
     const end = addDays(this.ctx.now(), noticeDays);
     this.ctx.store.update('Contract', contractId, (c) => {
-      c.CancellationDate = iso(this.ctx.now());
       c.EndDate = iso(end);
-      c.NoticePeriodDays = noticeDays;
+      c.Phases = withPhase(c.Phases as ResourceBody[], inactive(end), true);
+      c.CurrentPhase = currentPhase(c.Phases as ResourceBody[], this.ctx.now());
     });
-    this.ctx.emit({ Event: 'ContractCancelled', ContractId: contractId });
+    this.contractEvent('ContractCancelled', contractId, 'Cancellation');
     return end;
   }
 
+  /** The contract's end has come (after a cancellation; or at once, when not cancelled before). */
   endContract(contractId: string): void {
-    const now = iso(this.ctx.now());
+    const now = this.ctx.now();
     this.ctx.store.update('Contract', contractId, (c) => {
       c.LifecycleStatus = 'Ended';
-      c.EndDate ??= now;
-      (c.Phases as ResourceBody[]).push({ Type: 'Inactive', StartDate: now, PlanId: null, PlanVariantId: null });
-      for (const s of c.ComponentSubscriptions as ResourceBody[]) s.EndDate ??= now;
+      if (c.EndDate === null) {
+        c.EndDate = iso(now);
+        c.Phases = withPhase(c.Phases as ResourceBody[], inactive(now), true);
+      }
+      c.CurrentPhase = currentPhase(c.Phases as ResourceBody[], now);
+      c.NextBillingDate = null;
     });
-    this.ctx.emit({ Event: 'ContractChanged', ContractId: contractId });
+    for (const s of this.subscriptions(contractId)) s.EndDate ??= iso(now);
+    this.contractEvent('ContractChanged', contractId, 'End');
+  }
+
+  /** Contract data edited by the account (its external id): ContractDataChanged. */
+  changeContractData(contractId: string): void {
+    const externalId = `ERP-${this.ctx.random.int(100000, 999999)}`;
+    this.ctx.store.update('Contract', contractId, (c) => {
+      c.ExternalId = externalId;
+    });
+    this.ctx.emit({ Event: 'ContractDataChanged', ContractId: contractId });
   }
 
   /** The customer edits base data in the customer portal. */
@@ -194,10 +224,37 @@ export class BillingOperations {
     this.ctx.emit({ Event: locked ? 'CustomerLocked' : 'CustomerUnlocked', CustomerId: customerId });
   }
 
-  /** Deletes the customer: from now on its endpoint answers 404. Its contracts stay readable. */
+  /**
+   * Deletes the customer with its contracts: from now on their endpoints answer 404 (the real
+   * service anonymises and archives them). CustomerDeleted, then ContractDeleted per contract.
+   * Its orders, invoices and payments stay readable.
+   */
   deleteCustomer(customerId: string): void {
+    const contracts = this.ctx.store.ids('Contract').filter((id) => this.ctx.store.get('Contract', id)?.CustomerId === customerId);
+    for (const id of contracts) this.ctx.store.delete('Contract', id);
     this.ctx.store.delete('Customer', customerId);
     this.ctx.emit({ Event: 'CustomerDeleted', CustomerId: customerId });
+    for (const id of contracts) this.ctx.emit({ Event: 'ContractDeleted', ContractId: id, CustomerId: customerId });
+  }
+
+  /** ContractCreated, ContractChanged, ContractCancelled: with the change's id and type and the customer's external id. */
+  private contractEvent(event: 'ContractCreated' | 'ContractChanged' | 'ContractCancelled', contractId: string, changeType: string): void {
+    const c = this.contract(contractId);
+    const customer = this.ctx.store.get('Customer', String(c.CustomerId));
+    this.ctx.emit({
+      Event: event,
+      ContractId: contractId,
+      CustomerId: String(c.CustomerId),
+      ExternalCustomerId: String(customer?.ExternalCustomerId ?? ''),
+      ContractChangeId: this.ctx.random.hexId(),
+      ContractChangeType: changeType,
+    });
+  }
+
+  private subscriptions(contractId: string): ResourceBody[] {
+    const list = this.ctx.componentSubscriptions.get(contractId) ?? [];
+    this.ctx.componentSubscriptions.set(contractId, list);
+    return list;
   }
 
   private contract(contractId: string): ResourceBody {
@@ -209,7 +266,7 @@ export class BillingOperations {
   private componentSubscription(index: number, quantity: number, now: Date): ResourceBody {
     const component = COMPONENTS[index];
     if (!component) throw new RangeError(`no component ${index}`);
-    return { Id: this.ctx.random.hexId(), ComponentId: component.ComponentId, ComponentName: component.Name, Quantity: quantity, StartDate: iso(now), EndDate: null };
+    return { Id: this.ctx.random.hexId(), ComponentId: component.ComponentId, Quantity: quantity, StartDate: iso(now), EndDate: null };
   }
 
   private newBearer(kind: 'card' | 'debit', holder: string, cardExpiry?: Date): ResourceBody {
@@ -233,26 +290,69 @@ export class BillingOperations {
     this.ctx.emit({ Event: 'PaymentDataChanged', ContractId: contractId });
   }
 
-  private createOrder(contractId: string, orderType: string, plan: Plan, components: ResourceBody[], net: number): string {
+  private planItem(plan: Plan, net: number): ResourceBody {
+    return { Description: plan.Name, PlanVariantId: plan.PlanVariantId, Quantity: 1, TotalNet: money(net) };
+  }
+
+  private componentItem(subscription: ResourceBody, free: boolean): ResourceBody {
+    const componentId = String(subscription.ComponentId);
+    const name = COMPONENTS.find((k) => k.ComponentId === componentId)?.Name ?? 'Component';
+    const net = free ? 0 : componentPrice(this.ctx.store, componentId) * Number(subscription.Quantity);
+    return { Description: name, ComponentId: componentId, Quantity: subscription.Quantity, TotalNet: money(net) };
+  }
+
+  /** An order of the line items; its totals are their sum. */
+  private createOrder(contractId: string, plan: Plan, lineItems: ResourceBody[], isTrial: boolean): string {
     const contract = this.contract(contractId);
     const orderId = this.ctx.random.hexId();
     const now = iso(this.ctx.now());
+    const net = money(lineItems.reduce((n, i) => n + Number(i.TotalNet), 0));
     this.ctx.store.create('Order', orderId, {
       Id: orderId,
       ContractId: contractId,
       CustomerId: contract.CustomerId,
-      OrderType: orderType,
-      Status: 'Completed',
-      CreatedAt: now,
-      CompletedAt: now,
-      Currency: contract.Currency,
       PlanId: plan.PlanId,
       PlanVariantId: plan.PlanVariantId,
-      Components: components.map((s) => ({ ComponentId: s.ComponentId, Quantity: s.Quantity })),
-      TotalNet: money(net),
+      Currency: contract.Currency,
+      Total: net,
       TotalVat: money(net * VAT_RATE),
       TotalGross: money(net * (1 + VAT_RATE)),
+      IsTrial: isTrial,
+      Status: 'Completed',
+      CreatedAt: now,
+      LineItems: lineItems,
     });
     return orderId;
   }
+}
+
+/** Days of a billing period: the sandbox's month. */
+export const PERIOD_DAYS = 30;
+
+function phase(type: 'Trial' | 'Normal', start: Date, plan: Plan): ResourceBody {
+  return { Type: type, StartDate: iso(start), PlanId: plan.PlanId, PlanVariantId: plan.PlanVariantId, Quantity: 1, InheritStartDate: false };
+}
+
+function inactive(start: Date): ResourceBody {
+  return { Type: 'Inactive', StartDate: iso(start), PlanId: null, PlanVariantId: null, Quantity: 1, InheritStartDate: false };
+}
+
+/**
+ * The phases with `next` in place. With `replaceLater` (an end), phases starting at or after it
+ * are dropped. Otherwise (a new plan) phases planned after it are dropped except a later
+ * Inactive one (a cancellation stays), and a phase starting at the same instant stays before it:
+ * the last phase started is the current one, and every change is a new phase.
+ */
+function withPhase(phases: ResourceBody[], next: ResourceBody, replaceLater: boolean): ResourceBody[] {
+  const at = Date.parse(String(next.StartDate));
+  const before = phases.filter((p) => (replaceLater ? Date.parse(String(p.StartDate)) < at : Date.parse(String(p.StartDate)) <= at));
+  const after = replaceLater ? [] : phases.filter((p) => Date.parse(String(p.StartDate)) > at && p.Type === 'Inactive');
+  return [...before, next, ...after];
+}
+
+/** The phase in effect at `now` (the last one started), without InheritStartDate, as CurrentPhase shows it. */
+export function currentPhase(phases: ResourceBody[], now: Date): ResourceBody | null {
+  const current = phases.filter((p) => Date.parse(String(p.StartDate)) <= now.getTime()).at(-1);
+  if (!current) return null;
+  return { Type: current.Type, StartDate: current.StartDate, PlanId: current.PlanId, PlanVariantId: current.PlanVariantId, Quantity: current.Quantity };
 }

@@ -34,10 +34,30 @@ export const EVENT_NAMES = [
 export type EventName = (typeof EVENT_NAMES)[number];
 
 /**
- * A webhook body as spec 6.1 item 2 describes it: the field Event and identifier fields only
- * (strings, except TriggerDays, an integer).
+ * Events the service's public documentation lists beyond the spec's 25 (docs/SIMULATOR.md,
+ * "Webhooks"): the contract's deletion after its customer's, edits of contract data, and
+ * changes of the product catalog. The sandbox sends all of them.
+ */
+export const EXTRA_EVENT_NAMES = [
+  'ContractDeleted',
+  'ContractDataChanged',
+  'PlanCreated',
+  'PlanChanged',
+  'PlanDeleted',
+  'PlanVariantCreated',
+  'PlanVariantChanged',
+  'PlanVariantDeleted',
+  'ComponentCreated',
+  'ComponentChanged',
+  'ComponentDeleted',
+] as const;
+
+/**
+ * A webhook body: the field Event and identifier fields (spec 6.1 item 2: strings, except
+ * TriggerDays, an integer), plus what the service adds: `EntityId` on every event and, on
+ * InvoiceCorrected, the array `NewInvoiceDraftIds`.
  */
 export interface WebhookPayload {
   Event: string;
-  [field: string]: string | number;
+  [field: string]: string | number | string[];
 }

@@ -1,5 +1,7 @@
+import { PERIOD_DAYS, currentPhase } from './billing-operations.js';
 import { COMPONENTS, PLANS, VAT_RATE } from './catalog.js';
-import { DAY_MS, addDays, iso, money, type OperationContext } from './operation-context.js';
+import { componentPrice, recurringFee } from './catalog-operations.js';
+import { DAY_MS, addDays, dateOnly, iso, money, type OperationContext } from './operation-context.js';
 import type { ResourceBody } from './truth-store.js';
 
 interface Receivable {
@@ -9,11 +11,24 @@ interface Receivable {
   paid: boolean;
 }
 
-/** Escalation steps by TriggerDays, as an account's payment escalation settings would define them (spec 1). */
+/** Escalation steps by TriggerDays, as an account's payment escalation settings define them (spec 1). */
 export const ESCALATION_STEPS: Readonly<Record<number, string[]>> = {
   5: ['Reminder'],
   10: ['Dunning', 'LockCustomer', 'StopPaymentProcess'],
 };
+
+/**
+ * The account's payment escalation settings, the object a PaymentEscalationProcessId names:
+ * field names from the old Pactas SDK's PaymentEscalationProcessDTO; no path serves it upstream
+ * as far as documented, so the sandbox serves it only when asked to (assumed).
+ */
+export function escalationSettingsBody(id: string): ResourceBody {
+  return {
+    Id: id,
+    Name: 'Standard payment escalation',
+    Steps: Object.entries(ESCALATION_STEPS).flatMap(([days, actions]) => actions.map((action) => ({ TriggerDays: Number(days), Action: action, EmailId: null }))),
+  };
+}
 
 /**
  * Billing, invoices, payments, escalation and dunning. As in BillingOperations, objects change
@@ -22,20 +37,28 @@ export const ESCALATION_STEPS: Readonly<Record<number, string[]>> = {
 export class PaymentOperations {
   private readonly receivables = new Map<string, Receivable[]>();
   private readonly closedPeriods = new Map<string, { start: string; end: string }>();
+  /** Contracts whose escalation is in progress (the service keeps this state; no documented field shows it). */
+  private readonly escalated = new Set<string>();
   private invoiceCount = 0;
   private dunningCount = 0;
 
   constructor(private readonly ctx: OperationContext) {}
 
-  /** A billing period ended (RecurringBillingApproaching); the contract moves to the next period. */
+  /**
+   * A billing period ended (RecurringBillingApproaching): the contract is billed until the
+   * period's end, its last billing date is now, its next one a period later.
+   */
   endBillingPeriod(contractId: string): void {
     const c = this.contract(contractId);
-    const start = String(c.CurrentPeriodStart);
-    const end = String(c.CurrentPeriodEnd);
+    const now = this.ctx.now();
+    const start = String(c.BilledUntil ?? (c.CurrentPhase as { StartDate?: string } | null)?.StartDate ?? c.StartDate);
+    const end = iso(now);
     this.closedPeriods.set(contractId, { start, end });
     this.ctx.store.update('Contract', contractId, (b) => {
-      b.CurrentPeriodStart = end;
-      b.CurrentPeriodEnd = iso(addDays(new Date(end), 30));
+      b.BilledUntil = end;
+      b.LastBillingDate = end;
+      b.NextBillingDate = b.EndDate !== null && Date.parse(String(b.EndDate)) <= now.getTime() + PERIOD_DAYS * DAY_MS ? null : iso(addDays(now, PERIOD_DAYS));
+      b.CurrentPhase = currentPhase(b.Phases as ResourceBody[], now);
     });
     this.ctx.emit({ Event: 'RecurringBillingApproaching', ContractId: contractId });
   }
@@ -43,13 +66,14 @@ export class PaymentOperations {
   /** Recurring billing of the last closed period: a finalized draft and its invoice (InvoiceCreated). */
   bill(contractId: string): string {
     const c = this.contract(contractId);
-    const period = this.closedPeriods.get(contractId) ?? { start: String(c.CurrentPeriodStart), end: String(c.CurrentPeriodEnd) };
+    const period = this.closedPeriods.get(contractId) ?? { start: String(c.StartDate), end: iso(this.ctx.now()) };
     const plan = PLANS.find((p) => p.PlanId === c.PlanId);
-    const items: ResourceBody[] = [{ Description: `${plan?.Name ?? 'Plan'} subscription`, Quantity: 1, PricePerUnit: plan?.Price ?? 0, PeriodStart: period.start, PeriodEnd: period.end, VatPercentage: VAT_RATE * 100 }];
-    for (const s of c.ComponentSubscriptions as ResourceBody[]) {
+    const fee = plan ? recurringFee(this.ctx.store, plan) : 0;
+    const items: ResourceBody[] = [{ Description: `${plan?.Name ?? 'Plan'} subscription`, PlanVariantId: c.PlanVariantId, Quantity: 1, PricePerUnit: fee, PeriodStart: period.start, PeriodEnd: period.end, VatPercentage: VAT_RATE * 100 }];
+    for (const s of this.ctx.componentSubscriptions.get(contractId) ?? []) {
       if (s.EndDate !== null) continue;
-      const price = COMPONENTS.find((k) => k.ComponentId === s.ComponentId)?.PricePerUnit ?? 0;
-      items.push({ Description: String(s.ComponentName), Quantity: s.Quantity, PricePerUnit: price, PeriodStart: period.start, PeriodEnd: period.end, VatPercentage: VAT_RATE * 100 });
+      const name = COMPONENTS.find((k) => k.ComponentId === s.ComponentId)?.Name ?? 'Component';
+      items.push({ Description: name, ComponentId: s.ComponentId, Quantity: s.Quantity, PricePerUnit: componentPrice(this.ctx.store, String(s.ComponentId)), PeriodStart: period.start, PeriodEnd: period.end, VatPercentage: VAT_RATE * 100 });
     }
     const { invoiceId } = this.issue(c, items, null);
     this.ctx.emit({ Event: 'InvoiceCreated', InvoiceId: invoiceId });
@@ -79,6 +103,9 @@ export class PaymentOperations {
       ...(this.ctx.legacyEvents ? { OldInvoiceId: invoiceId, NewInvoiceId: created.invoiceId } : {}),
       OldInvoiceDraftId: String(old.InvoiceDraftId),
       NewInvoiceDraftId: created.draftId,
+      NewInvoiceDraftIds: [created.draftId],
+      ContractId: String(c.Id),
+      CustomerId: String(c.CustomerId),
     });
     return created.invoiceId;
   }
@@ -89,20 +116,24 @@ export class PaymentOperations {
     const receivable = (this.receivables.get(contractId) ?? []).find((r) => r.invoiceId === invoiceId);
     const id = this.ctx.random.hexId();
     const now = iso(this.ctx.now());
+    const amount = receivable?.amount ?? 0;
+    const bearerType = (c.PaymentBearer as ResourceBody | null)?.Type;
+    const status = (name: string, httpCode: number) => ({ Status: name, Timestamp: now, HttpCode: httpCode, Amount: amount, Preauth: false });
+    const final = succeed ? status('Succeeded', 200) : status('Failed', 402);
     this.ctx.store.create('PaymentTransaction', id, {
       Id: id,
       ContractId: contractId,
       CustomerId: c.CustomerId,
-      InvoiceId: invoiceId,
-      TransactionType: 'Payment',
-      Amount: receivable?.amount ?? 0,
+      CustomerName: c.CustomerName,
+      Amount: amount,
       Currency: c.Currency,
       PaymentProvider: c.PaymentProvider,
-      BearerType: (c.PaymentBearer as ResourceBody | null)?.Type ?? null,
-      Status: succeed ? 'Succeeded' : 'Failed',
-      ErrorCode: succeed ? null : this.ctx.random.pick(['InsufficientFunds', 'CardDeclined', 'BearerExpired']),
-      CreatedAt: now,
-      CompletedAt: now,
+      PaymentProviderRole: bearerType === 'DirectDebit' ? 'Debit' : 'CreditCard',
+      Trigger: 'Recurring',
+      Preauth: false,
+      StatusTimestamp: now,
+      Status: final,
+      StatusHistory: [status('Created', 200), status('InProgress', 200), final],
     });
     if (succeed && receivable) receivable.paid = true;
     this.ctx.emit({ Event: succeed ? 'PaymentSucceeded' : 'PaymentFailed', PaymentTransactionId: id });
@@ -121,35 +152,10 @@ export class PaymentOperations {
     const now = this.ctx.now();
     const triggerDays = Math.floor((now.getTime() - oldest.due.getTime()) / DAY_MS);
     const outstanding = money(unpaid.reduce((n, r) => n + r.amount, 0));
-    const step = { TriggerDays: triggerDays, DueDate: iso(oldest.due), ExecutedAt: iso(now), Actions: ESCALATION_STEPS[triggerDays] ?? ['Reminder'] };
-    let processId = c.PaymentEscalationProcessId as string | null;
-    if (processId) {
-      this.ctx.store.update('PaymentEscalationProcess', processId, (p) => {
-        p.TriggerDays = triggerDays;
-        p.DueDate = step.DueDate;
-        p.OutstandingAmount = outstanding;
-        (p.Steps as ResourceBody[]).push(step);
-      });
-    } else {
-      processId = this.ctx.random.hexId();
-      this.ctx.store.create('PaymentEscalationProcess', processId, {
-        Id: processId,
-        ContractId: contractId,
-        CustomerId: c.CustomerId,
-        StartedAt: iso(now),
-        Status: 'Escalated',
-        ResetAt: null,
-        TriggerDays: triggerDays,
-        DueDate: step.DueDate,
-        OutstandingAmount: outstanding,
-        Currency: c.Currency,
-        Steps: [step],
-      });
-    }
-    const id = processId;
+    const dueDate = iso(oldest.due);
+    const id = this.ctx.escalationSettingsId;
+    this.escalated.add(contractId);
     this.ctx.store.update('Contract', contractId, (b) => {
-      b.EscalationStatus = 'Escalated';
-      b.PaymentEscalationProcessId = id;
       b.Balance = money(-outstanding);
     });
     const customer = this.ctx.store.get('Customer', String(c.CustomerId));
@@ -159,7 +165,7 @@ export class PaymentOperations {
       CustomerId: String(c.CustomerId),
       YourCustomerId: String(customer?.ExternalCustomerId ?? c.ExternalCustomerId),
       TriggerDays: triggerDays,
-      DueDate: step.DueDate,
+      DueDate: dueDate,
       PaymentProvider: String(c.PaymentProvider),
       PaymentEscalationProcessId: id,
     });
@@ -179,7 +185,7 @@ export class PaymentOperations {
       DunningNumber: `DUN-${now.getUTCFullYear()}-${String(++this.dunningCount).padStart(5, '0')}`,
       ContractId: contractId,
       CustomerId: c.CustomerId,
-      PaymentEscalationProcessId: c.PaymentEscalationProcessId,
+      PaymentEscalationProcessId: this.ctx.escalationSettingsId,
       DunningLevel: level,
       DocumentDate: iso(now),
       DueDate: iso(addDays(now, 7)),
@@ -195,7 +201,7 @@ export class PaymentOperations {
 
   setPaymentProcess(contractId: string, active: boolean): void {
     this.ctx.store.update('Contract', contractId, (c) => {
-      c.PaymentProcessStatus = active ? 'Active' : 'Stopped';
+      c.RecurringPaymentsPaused = !active;
     });
     this.ctx.emit({ Event: 'PaymentProcessStatusChanged', ContractId: contractId });
   }
@@ -207,37 +213,23 @@ export class PaymentOperations {
    */
   registerPayment(contractId: string, count = Infinity): void {
     const unpaid = this.unpaid(contractId);
-    let paid = 0;
-    for (const r of unpaid.slice(0, count)) {
-      r.paid = true;
-      paid += r.amount;
-    }
+    for (const r of unpaid.slice(0, count)) r.paid = true;
     const remaining = money(this.unpaid(contractId).reduce((n, r) => n + r.amount, 0));
     this.ctx.store.update('Contract', contractId, (c) => {
       c.Balance = money(-remaining);
-      c.LastPaymentRegisteredAmount = money(paid);
     });
     this.ctx.emit({ Event: 'PaymentRegistered', ContractId: contractId });
-    if (remaining === 0 && this.contract(contractId).EscalationStatus === 'Escalated') this.resetEscalation(contractId);
+    if (remaining === 0 && this.escalated.has(contractId)) this.resetEscalation(contractId);
   }
 
-  /** Resets the contract's escalation (automatically after payment, or manually): the contract and its process change; a later escalation starts a new process. */
+  /**
+   * Resets the contract's escalation (automatically after payment, or manually). No documented
+   * field of the contract shows an escalation, so the contract does not change; the event is
+   * the record. A later escalation starts over.
+   */
   resetEscalation(contractId: string): void {
     const c = this.contract(contractId);
-    const processId = c.PaymentEscalationProcessId as string | null;
-    // The reset ends the process too; the event names only the contract and the customer, so a
-    // loader learns of this change only if it reads the contract's processes again.
-    if (processId) {
-      const at = iso(this.ctx.now());
-      this.ctx.store.update('PaymentEscalationProcess', processId, (p) => {
-        p.Status = 'Reset';
-        p.ResetAt = at;
-      });
-    }
-    this.ctx.store.update('Contract', contractId, (b) => {
-      b.EscalationStatus = 'None';
-      b.PaymentEscalationProcessId = null;
-    });
+    this.escalated.delete(contractId);
     this.ctx.emit({ Event: 'PaymentEscalationReset', ContractId: contractId, CustomerId: String(c.CustomerId) });
   }
 
@@ -287,14 +279,18 @@ export class PaymentOperations {
     const lines = items.map((i) => ({ ...i, TotalNet: money(Number(i.PricePerUnit) * Number(i.Quantity)) }));
     const draftId = this.ctx.random.hexId();
     const invoiceId = this.ctx.random.hexId();
+    const customer = this.ctx.store.get('Customer', String(c.CustomerId));
     this.ctx.store.create('InvoiceDraft', draftId, {
       Id: draftId, ContractId: contractId, CustomerId: c.CustomerId, Currency: c.Currency, Items: lines, ...totals,
       Status: 'Finalized', InvoiceId: invoiceId, CreatedAt: iso(now), CorrectsDraftId: corrects ? corrects.InvoiceDraftId : null, CorrectedByDraftId: null,
     });
     this.ctx.store.create('Invoice', invoiceId, {
       Id: invoiceId, InvoiceNumber: `INV-${now.getUTCFullYear()}-${String(++this.invoiceCount).padStart(6, '0')}`, IsInvoice: true,
-      ContractId: contractId, CustomerId: c.CustomerId, InvoiceDraftId: draftId, DocumentDate: iso(now), DueDate: iso(now), SentAt: iso(now),
-      Currency: c.Currency, Items: lines, ...totals, Status: 'Sent', CorrectsInvoiceId: corrects ? corrects.Id : null, CorrectedByInvoiceId: null,
+      CustomerId: c.CustomerId, ContractId: contractId, ExternalCustomerId: customer?.ExternalCustomerId ?? null,
+      Created: iso(now), SentAt: iso(now), DueDate: dateOnly(now), DocumentDate: dateOnly(now),
+      Currency: c.Currency, ...totals,
+      // Not documented (assumed): the items, the status and the links between drafts, invoices and corrections.
+      Items: lines, Status: 'Sent', InvoiceDraftId: draftId, CorrectsInvoiceId: corrects ? corrects.Id : null, CorrectedByInvoiceId: null,
     });
     const list = this.receivables.get(contractId) ?? [];
     list.push({ invoiceId, due: now, amount: totals.TotalGross, paid });

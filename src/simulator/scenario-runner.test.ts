@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BillingOperations } from './billing-operations.js';
-import { EVENT_NAMES, type WebhookPayload } from './event-names.js';
+import { CatalogOperations } from './catalog-operations.js';
+import { EVENT_NAMES, EXTRA_EVENT_NAMES, type WebhookPayload } from './event-names.js';
 import { PaymentOperations } from './payment-operations.js';
 import type { ResourceType } from './resource-types.js';
 import { runScenario, type ScenarioOptions } from './scenario-runner.js';
@@ -22,10 +23,12 @@ function referenced(p: WebhookPayload, store: TruthStore): Array<[ResourceType, 
   add('InvoiceDraft', p.NewInvoiceDraftId);
   add('Dunning', p.DunningId);
   add('PaymentTransaction', p.PaymentTransactionId);
-  add('PaymentEscalationProcess', p.PaymentEscalationProcessId);
+  // The escalation settings are served only when configured (then they exist from the start).
+  if (store.history('PaymentEscalationProcess', String(p.PaymentEscalationProcessId))) add('PaymentEscalationProcess', p.PaymentEscalationProcessId);
+  add('Plan', p.PlanId);
+  add('PlanVariant', p.PlanVariantId);
+  add('Component', p.ComponentId);
   if (typeof p.ContractId === 'string') add('Customer', store.history('Contract', p.ContractId)?.states.at(-1)?.body?.CustomerId);
-  // A reset names no process, yet ends it: a receiver reads again the processes it knows of the contract.
-  if (p.Event === 'PaymentEscalationReset') for (const id of store.ids('PaymentEscalationProcess')) if (store.get('PaymentEscalationProcess', id)?.ContractId === p.ContractId) add('PaymentEscalationProcess', id);
   return out;
 }
 
@@ -44,6 +47,8 @@ function play(seed: number, options: ScenarioOptions = {}) {
     random: createRandom(seed),
     now: () => clock.now(),
     legacyEvents: true,
+    escalationSettingsId: 'e5ca1a7e5e771265e5ca1a7e',
+    componentSubscriptions: new Map(),
     emit: (payload: WebhookPayload) => {
       const seen = referenced(payload, store).map(([type, id]) => {
         const h = store.history(type, id);
@@ -54,26 +59,28 @@ function play(seed: number, options: ScenarioOptions = {}) {
   };
   const billing = new BillingOperations(ctx);
   const payments = new PaymentOperations(ctx);
-  const result = runScenario({ clock, billing, payments, random: ctx.random, eventCount: () => observed.length }, options);
+  const catalog = new CatalogOperations(ctx);
+  catalog.create();
+  const result = runScenario({ clock, billing, payments, catalog, random: ctx.random, eventCount: () => observed.length }, options);
   return { result, observed, store };
 }
 
 describe('default scenario', () => {
-  it('sends every event of spec 6.2', async () => {
+  it('sends every event of spec 6.2 and every event the public documentation adds', async () => {
     const { observed, result } = play(42);
     expect((await result).completed).toBe(true);
     const names = new Set(observed.map((o) => o.payload.Event));
-    expect([...EVENT_NAMES].filter((n) => !names.has(n))).toEqual([]);
-    expect(names.size).toBe(EVENT_NAMES.length);
+    expect([...EVENT_NAMES, ...EXTRA_EVENT_NAMES].filter((n) => !names.has(n))).toEqual([]);
+    expect(names.size).toBe(EVENT_NAMES.length + EXTRA_EVENT_NAMES.length);
   });
 
-  it('emits an event only when every object it refers to exists (deleted for CustomerDeleted)', async () => {
+  it('emits an event only when every object it refers to exists (deleted for the *Deleted events)', async () => {
     const { observed, result } = play(5);
     await result;
     for (const o of observed) {
       for (const s of o.seen) {
         expect(s.states, `${o.payload.Event} refers to ${s.type} ${s.id}`).toBeGreaterThan(0);
-        expect(s.deleted, `${o.payload.Event} and the deletion state of ${s.type} ${s.id}`).toBe(o.payload.Event === 'CustomerDeleted');
+        expect(s.deleted, `${o.payload.Event} and the deletion state of ${s.type} ${s.id}`).toBe(o.payload.Event.endsWith('Deleted'));
       }
     }
   });
@@ -118,7 +125,7 @@ describe('default scenario', () => {
     const run = async (seed: number) => {
       const p = play(seed);
       await p.result;
-      const objects = (['Contract', 'Customer', 'Invoice', 'PaymentEscalationProcess'] as const).flatMap((t) => p.store.ids(t).map((id) => p.store.history(t, id)!.states.map((s) => [s.body, s.simulatedAt])));
+      const objects = (['Contract', 'Customer', 'Invoice', 'PaymentTransaction', 'PlanVariant'] as const).flatMap((t) => p.store.ids(t).map((id) => p.store.history(t, id)!.states.map((s) => [s.body, s.simulatedAt])));
       return JSON.stringify([p.observed.map((o) => o.payload), objects]);
     };
     const a = await run(1234);

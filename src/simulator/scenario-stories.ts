@@ -1,4 +1,5 @@
-import type { BillingOperations, Signup } from './billing-operations.js';
+import { PERIOD_DAYS, type BillingOperations, type Signup } from './billing-operations.js';
+import type { CatalogOperations } from './catalog-operations.js';
 import { PLANS } from './catalog.js';
 import { addDays } from './operation-context.js';
 import type { PaymentOperations } from './payment-operations.js';
@@ -8,8 +9,11 @@ import type { SeededRandom } from './seeded-random.js';
 export interface StoryPlanner {
   /** Runs `action` `day` simulated days after the story starts. */
   at(day: number, action: () => void): void;
+  /** Days from the story's start to the end of the simulated history; undefined: the history has no end. */
+  horizonDays: number | undefined;
   billing: BillingOperations;
   payments: PaymentOperations;
+  catalog: CatalogOperations;
   random: SeededRandom;
   /** Simulated time, when the action runs. */
   now(): Date;
@@ -25,7 +29,17 @@ function billingCycle(p: StoryPlanner, contractId: string, paymentSucceeds: bool
   return invoiceId;
 }
 
-/** Trial, conversion, paid periods, an upgrade, a component, a portal edit. */
+/**
+ * Billing cycles every period from `firstDay`: at least `count` of them, and, when the history
+ * has an end, every further period until it (a paid contract is billed every period).
+ */
+function billEveryPeriod(p: StoryPlanner, firstDay: number, count: number, contractId: () => string, succeeds: (n: number) => boolean = () => true): void {
+  for (let n = 0, day = firstDay; n < count || (p.horizonDays !== undefined && day <= p.horizonDays); n++, day += PERIOD_DAYS) {
+    p.at(day, () => billingCycle(p, contractId(), succeeds(n)));
+  }
+}
+
+/** Trial, conversion, paid periods, an upgrade, a component, a portal edit, an ERP id. */
 export const trialToPaid: Story = (p) => {
   const plan = p.random.int(0, 1);
   const { TrialDays: trial, TrialWarningDays: warn } = PLANS[plan]!;
@@ -34,11 +48,11 @@ export const trialToPaid: Story = (p) => {
   p.at(0, () => (s = p.billing.signup({ plan, trial: true, bearer: 'card' })));
   p.at(trial - warn, () => p.billing.warnTrialEnd(id().contractId));
   p.at(trial, () => p.billing.endTrial(id().contractId));
-  p.at(trial + 30, () => billingCycle(p, id().contractId, true));
+  p.at(trial + 20, () => p.billing.changeContractData(id().contractId));
   p.at(trial + 36, () => p.billing.changePlan(id().contractId, 2));
   p.at(trial + 40, () => p.billing.addComponent(id().contractId, p.random.int(0, 1), p.random.int(1, 5)));
   p.at(trial + 45, () => p.billing.changeCustomer(id().customerId));
-  p.at(trial + 60, () => billingCycle(p, id().contractId, true));
+  billEveryPeriod(p, trial + 30, 2, () => id().contractId);
 };
 
 /**
@@ -70,7 +84,7 @@ export const escalation: Story = (p) => {
     p.billing.setCustomerLocked(id().customerId, false);
     p.payments.setPaymentProcess(id().contractId, true);
   });
-  p.at(90, () => billingCycle(p, id().contractId, true));
+  billEveryPeriod(p, 90, 1, () => id().contractId);
 };
 
 /** A card that expires: warning, expiry, a new card, then a successful period. */
@@ -81,7 +95,7 @@ export const cardExpiry: Story = (p) => {
   p.at(21, () => p.payments.bearerExpiring(id().contractId));
   p.at(28, () => p.payments.bearerExpired(id().contractId));
   p.at(29, () => p.billing.replaceBearer(id().contractId, 'card'));
-  p.at(30, () => billingCycle(p, id().contractId, true));
+  billEveryPeriod(p, 30, 1, () => id().contractId);
 };
 
 /** A revoked debit mandate and a new one, an invoice corrected, a downgrade, a component removed. */
@@ -96,10 +110,13 @@ export const debitRevoked: Story = (p) => {
   p.at(33, () => p.payments.correctInvoice(invoiceId));
   p.at(40, () => p.billing.changePlan(id().contractId, p.random.int(0, 1)));
   p.at(42, () => p.billing.removeComponent(id().contractId));
-  p.at(60, () => billingCycle(p, id().contractId, true));
+  billEveryPeriod(p, 60, 1, () => id().contractId);
 };
 
-/** Cancelled during the trial: the contract ends with the trial, then the customer is deleted. */
+/**
+ * Cancelled during the trial: the contract ends with the trial; a month later the customer asks
+ * to be deleted (its contract is deleted with it).
+ */
 export const churn: Story = (p) => {
   const plan = p.random.int(0, 1);
   const trial = PLANS[plan]!.TrialDays;
@@ -108,7 +125,7 @@ export const churn: Story = (p) => {
   p.at(0, () => (s = p.billing.signup({ plan, trial: true })));
   p.at(5, () => p.billing.cancel(id().contractId, trial - 5));
   p.at(trial, () => p.billing.endContract(id().contractId));
-  p.at(trial + 6, () => p.billing.deleteCustomer(id().customerId));
+  p.at(trial + 30, () => p.billing.deleteCustomer(id().customerId));
 };
 
 /**

@@ -10,7 +10,8 @@ import { presentBody, type PresentationOptions, type PropertyCase } from './body
 import type { WebhookPayload } from './event-names.js';
 import { NO_FAULTS, limitAndFaults, type FaultOptions } from './faults.js';
 import type { OperationContext } from './operation-context.js';
-import { PaymentOperations } from './payment-operations.js';
+import { CatalogOperations } from './catalog-operations.js';
+import { PaymentOperations, escalationSettingsBody } from './payment-operations.js';
 import { createRateLimiter, type RateLimitOptions, type RateLimiter } from './rate-limiter.js';
 import { RequestStats, type RequestCounts } from './request-stats.js';
 import { resourceRouter } from './resource-api.js';
@@ -56,6 +57,14 @@ export interface SimulatorOptions {
   legacyEvents?: boolean;
   /** Simulated time at start. Default 2025-01-01T00:00:00Z. */
   simulatedStart?: Date;
+  /** The account's legal entity: `EntityId` of every webhook the operations send. Default: a seeded id. */
+  entityId?: string;
+  /**
+   * Serve the account's payment escalation settings (the object PaymentEscalationProcessId
+   * names) at `PaymentEscalationProcesses/{id}`. Default false: no path is documented, the
+   * sandbox answers 404 as the real service most likely does.
+   */
+  escalationSettings?: boolean;
   /** Default: silent. */
   logger?: Logger;
 }
@@ -91,6 +100,12 @@ export interface Simulator {
   readonly billing: BillingOperations;
   /** Billing, payment, escalation and dunning operations. */
   readonly payments: PaymentOperations;
+  /** The product catalog: plans, plan variants, plan group, components, and their price changes. */
+  readonly catalog: CatalogOperations;
+  /** The account's legal entity id (`EntityId` of the webhooks). */
+  readonly entityId: string;
+  /** Id of the account's payment escalation settings (PaymentEscalationProcessId of the webhooks). */
+  readonly escalationSettingsId: string;
   stats(): SimulatorStats;
   /** Zeroes the request counters (not the token and webhook counters). */
   resetRequestStats(): void;
@@ -150,9 +165,24 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const body = webhookCase === 'pascal' ? payload : (presentBody(payload, { propertyCase: webhookCase, unknownFields: false }, presentRandom) as WebhookPayload);
     dispatcher.dispatch(event.seq, body, webhookUrl);
   };
-  const ctx: OperationContext = { store, random: root.fork('scenario'), now: () => clock.now(), emit, legacyEvents: options.legacyEvents ?? true };
+  const account = root.fork('account');
+  const entityId = options.entityId ?? account.hexId();
+  const escalationSettingsId = account.hexId();
+  const ctx: OperationContext = {
+    store,
+    random: root.fork('scenario'),
+    now: () => clock.now(),
+    // The service names the legal entity in every webhook it sends.
+    emit: (payload) => emit({ ...payload, EntityId: entityId }),
+    legacyEvents: options.legacyEvents ?? true,
+    escalationSettingsId,
+    componentSubscriptions: new Map(),
+  };
   const billing = new BillingOperations(ctx);
   const payments = new PaymentOperations(ctx);
+  const catalog = new CatalogOperations(ctx);
+  catalog.create();
+  if (options.escalationSettings) store.create('PaymentEscalationProcess', escalationSettingsId, escalationSettingsBody(escalationSettingsId));
   const clientId = options.clientId ?? 'sandbox-client';
   const clientSecret = options.clientSecret ?? randomBytes(18).toString('base64url');
   const users = options.users ?? [{ username: 'demo@example.com', password: 'sandbox-password' }];
@@ -173,6 +203,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     clientOptions: () => ({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId, grant: { kind: 'client_credentials', clientSecret } }),
     billing,
     payments,
+    catalog,
+    entityId,
+    escalationSettingsId,
     stats: () => ({ requests: stats.snapshot(), tokenRequests: issuer.requests, tokensIssued: issuer.issued, events: emitted.length, webhooks: dispatcher.stats() }),
     resetRequestStats: () => stats.reset(),
     history: (type, id) => store.history(type, id),
@@ -195,7 +228,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       scenarioRunning = true;
       try {
         const signal = scenario.signal ? AbortSignal.any([scenario.signal, scenarioStop.signal]) : scenarioStop.signal;
-        const result = await runScenario({ clock, billing, payments, random: ctx.random, eventCount: () => emitted.length }, { ...scenario, signal });
+        const result = await runScenario({ clock, billing, payments, catalog, random: ctx.random, eventCount: () => emitted.length }, { ...scenario, signal });
         log.info('scenario finished', { ...result });
         return result;
       } finally {

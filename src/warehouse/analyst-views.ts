@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { RESOURCE_TYPES, RESOURCE_TYPE_INFO, type ResourceType } from '../billing-api/resource-types.js';
 import { quoteIdent } from '../db/pool.js';
-import type { TypedColumn, TypedColumns } from './typed-columns.js';
+import { keyPath, type TypedColumn, type TypedColumns } from './typed-columns.js';
 import { factKey, factKeys } from './version-facts.js';
 
 /** Names of the analyst layer's per-type objects (docs/CONTRACT.md section 5). */
@@ -23,9 +23,18 @@ function typedValue(f: string, c: TypedColumn): string {
   return `wh_as_${c.type}(${fieldValue(f, c)})`;
 }
 
-/** Stored in lower case once, when the version was appended: any letter case of the body matches. */
+/**
+ * The top-level key is stored in lower case once, when the version was appended: any letter case
+ * of the body matches. Each nested step is looked up in its object the way wh_field does (the
+ * step as declared, in camelCase, in lower case, then any case), so `Status.Status` finds
+ * `status.STATUS` as well.
+ */
 function fieldValue(f: string, c: TypedColumn): string {
-  return `${f}.fields -> ${lit(factKey(c.key))}`;
+  const [top, ...steps] = keyPath(c.key);
+  return steps.reduce(
+    (expr, step) => `wh_field(${expr}, ${lit(step)}, ${lit(step.charAt(0).toLowerCase() + step.slice(1))}, ${lit(step.toLowerCase())})`,
+    `${f}.fields -> ${lit(factKey(top!))}`,
+  );
 }
 
 /**
@@ -78,8 +87,19 @@ function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
 }
 
 /**
+ * Not the same value once the letter case of every key inside is folded (migration 0015): the
+ * service may change the case of property names without notice (spec 9.3), inside an object or
+ * an array of objects too (a contract's Phases). Evaluated only for values that differ as stored.
+ */
+function sameUpToCase(a: string, b: string, folding: boolean): string {
+  if (!folding) return 'true';
+  return `((jsonb_typeof(${a}) IN ('object', 'array') OR jsonb_typeof(${b}) IN ('object', 'array')) IS NOT TRUE OR wh_case_folded(${a}) IS DISTINCT FROM wh_case_folded(${b}))`;
+}
+
+/**
  * One row per top-level field that differs from the previous stored version, names compared in
- * lower case (a change of letter case alone is no change). Version 1 has no previous version and
+ * lower case at any depth (a change of letter case alone, of a field or of a key inside it, is no
+ * change). Version 1 has no previous version and
  * gives no row; a deletion lists every field as removed, a re-creation every field as added.
  *
  * Two parts, one per place a field is kept. The fields version_facts holds (`keys`, lower case)
@@ -91,7 +111,7 @@ function currentSql(type: ResourceType, typed: readonly TypedColumn[]): string {
  * (constraint_exclusion's default, `partition`, checks appendrel members), hence the empty second
  * member beside the key list and beside the body diff.
  */
-function changesSql(type: ResourceType, keys: readonly string[]): string {
+function changesSql(type: ResourceType, keys: readonly string[], folding: boolean): string {
   const fields = (body: string) => `SELECT lower(e.key) AS k, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(${body}) = 'object' THEN ${body} END) e`;
   const keyList = keys.length === 0 ? `'{}'::text[]` : `ARRAY[${keys.map(lit).join(', ')}]::text[]`;
   return `SELECT f.resource_id,
@@ -112,7 +132,7 @@ function changesSql(type: ResourceType, keys: readonly string[]): string {
                               SELECT NULL WHERE false) k
                        WHERE k.field = ANY (${keyList})) d
   LEFT JOIN resource_versions r ON r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version
- WHERE f.resource_type = ${lit(type)} AND d.old_value IS DISTINCT FROM d.new_value
+ WHERE f.resource_type = ${lit(type)} AND d.old_value IS DISTINCT FROM d.new_value AND ${sameUpToCase('d.old_value', 'd.new_value', folding)}
 UNION ALL
 SELECT r.resource_id,
        r.version,
@@ -132,7 +152,7 @@ SELECT r.resource_id,
                                 FULL JOIN (${fields('prev.body')}) pf ON pf.k = nf.k
                               UNION ALL
                               SELECT NULL, NULL, NULL WHERE false) u
-                       WHERE u.field <> ALL (${keyList}) AND u.old_value IS DISTINCT FROM u.new_value) d
+                       WHERE u.field <> ALL (${keyList}) AND u.old_value IS DISTINCT FROM u.new_value AND ${sameUpToCase('u.old_value', 'u.new_value', folding)}) d
  WHERE r.resource_type = ${lit(type)}`;
 }
 
@@ -215,9 +235,12 @@ export async function createAnalystObjects(client: pg.PoolClient, schema: string
   const s = quoteIdent(schema);
   const views: [string, string][] = [[LATEST_VIEW, latestSql()]];
   const kept = factKeys(typed);
+  // wh_case_folded comes with migration 0015; migrated from an older release's files, there is
+  // none, and <t>_changes compares the stored values as they are.
+  const folding = (await client.query<{ f: string | null }>(`SELECT to_regprocedure($1) AS f`, [`${s}.wh_case_folded(jsonb)`])).rows[0]?.f != null;
   for (const type of RESOURCE_TYPES) {
     const table = RESOURCE_TYPE_INFO[type].table;
-    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type])]);
+    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type], folding)]);
   }
   views.push([TYPED_COLUMN_ERRORS_VIEW, errorsSql(typed)]);
 

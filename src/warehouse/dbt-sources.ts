@@ -41,12 +41,14 @@ const COMMON: Record<string, string> = {
 const VALUE_TESTS: Partial<Record<ResourceType, Record<string, string[]>>> = {
   Contract: {
     // Upstream data, not ours: a status the service adds later warns instead of failing the build.
-    status: ["accepted_values: { arguments: { values: ['InTrial', 'Active', 'Ended'] }, config: { severity: warn } }"],
+    status: ["accepted_values: { arguments: { values: ['InTrial', 'Active', 'Ended', 'TrialExpired', 'TemporarilyInactive', 'Draft', 'InOrderProcess'] }, config: { severity: warn } }"],
   },
 };
 
 function typedDescription(key: string, type: string): string {
-  return `The body's \`${key}\` (any letter case) as ${type}; null when absent, JSON null or not castable to ${type}.`;
+  const what = key.includes('.') ? `The body's \`${key}\` (a nested key, each step in any letter case)` : `The body's \`${key}\` (any letter case)`;
+  const as = type === 'date' ? 'date (the UTC date of a timestamp; a date-only value as it is)' : type;
+  return `${what} as ${as}; null when absent, JSON null or not castable to ${type}.`;
 }
 
 function typeTables(type: ResourceType, typed: TypedColumns): Table[] {
@@ -134,23 +136,29 @@ const EPISODE_COLUMNS = (kind: 'dunning' | 'escalation'): Column[] => [
   { name: 'episode_id', description: 'The episode\'s id.', tests: ['not_null', 'unique'] },
   kind === 'dunning'
     ? { name: 'dunning_id', description: 'The dunning resource the episode belongs to.', tests: ['not_null'] }
-    : { name: 'process_id', description: 'The payment escalation process the episode belongs to.', tests: ['not_null'] },
-  { name: 'contract_id', description: 'The contract in arrears.' },
+    : { name: 'contract_id', description: 'The contract in arrears (the PaymentEscalated webhooks\' ContractId).', tests: ['not_null'] },
+  ...(kind === 'dunning' ? [{ name: 'contract_id', description: 'The contract in arrears.' }] : []),
   { name: 'customer_id', description: 'Its customer.' },
-  { name: 'started_at', description: 'When the episode started.', tests: ['not_null'] },
-  { name: 'ended_at', description: 'When it ended; null while open.' },
+  { name: 'started_at', description: 'When the service told of its start (the ingress received the first escalation step or dunning).', tests: ['not_null'] },
+  { name: 'ended_at', description: 'When the service told of its end (the ingress received PaymentEscalationReset); null while open.' },
   ...(kind === 'dunning'
     ? [
         { name: 'max_level', description: 'The highest dunning level reached.' },
         { name: 'levels_reached', description: 'The dunning levels reached, in order.' },
       ]
     : [
+        { name: 'due_date', description: 'The DueDate of the latest step (of the oldest open position).' },
         { name: 'max_trigger_days', description: 'The highest TriggerDays reached.' },
         { name: 'trigger_days_reached', description: 'The TriggerDays steps reached, in order.' },
       ]),
-  { name: 'outcome', description: 'paid, reset or open.', tests: ['not_null', OUTCOMES(['paid', 'reset', 'open'])] },
+  { name: 'outcome', description: 'paid, reset, unknown (the history does not show which) or open.', tests: ['not_null', OUTCOMES(['paid', 'reset', 'unknown', 'open'])] },
   { name: 'duration', description: 'ended_at - started_at; null while open.' },
-  ...(kind === 'dunning' ? [{ name: 'dunning_ids', description: 'Every dunning document of the episode.' }] : []),
+  ...(kind === 'dunning'
+    ? [
+        { name: 'dunning_ids', description: 'Every dunning document of the episode.' },
+        { name: 'first_document_date', description: 'The earliest DocumentDate of its dunnings.' },
+      ]
+    : []),
 ];
 
 /** The metric views of `billing-loader migrate`: a source of their own, so a build can leave them out. */
@@ -161,8 +169,8 @@ export const METRIC_TABLES: Table[] = [
     columns: [
       { name: 'day', description: 'The day.', tests: ['not_null'] },
       { name: 'plan_id', description: 'The plan.' },
-      { name: 'in_trial', description: 'Contracts in trial that day.', tests: ['not_null'] },
-      { name: 'active', description: 'Active contracts (not cancelled) that day.', tests: ['not_null'] },
+      { name: 'in_trial', description: 'Contracts in a Trial phase that day (cancelled or not).', tests: ['not_null'] },
+      { name: 'active', description: 'Paying contracts (out of trial, not cancelled) that day.', tests: ['not_null'] },
       { name: 'cancelled_running', description: 'Cancelled contracts still running until their end date.', tests: ['not_null'] },
       { name: 'ended', description: 'Ended contracts.', tests: ['not_null'] },
     ],
@@ -175,8 +183,8 @@ export const METRIC_TABLES: Table[] = [
       { name: 'day', description: 'The day.', tests: ['not_null'] },
       {
         name: 'movement',
-        description: 'new, trial_conversion, upgrade, downgrade, cancellation, reactivation or churn.',
-        tests: ['not_null', OUTCOMES(['new', 'trial_conversion', 'upgrade', 'downgrade', 'cancellation', 'reactivation', 'churn'])],
+        description: 'new, trial_start, trial_conversion, trial_not_converted, plan_change, cancellation, reactivation or churn.',
+        tests: ['not_null', OUTCOMES(['new', 'trial_start', 'trial_conversion', 'trial_not_converted', 'plan_change', 'cancellation', 'reactivation', 'churn'])],
       },
       { name: 'contracts', description: 'How many contracts.', tests: ['not_null'] },
       { name: 'contract_ids', description: 'Their ids.' },
@@ -192,6 +200,7 @@ export const METRIC_TABLES: Table[] = [
       { name: 'converted', description: 'Of those, converted to paid.', tests: ['not_null'] },
       { name: 'conversion_rate', description: 'converted / trials.' },
       { name: 'still_in_trial', description: 'Not converted and the trial not over yet.' },
+      { name: 'not_converted', description: 'The trial is over and never paid.' },
     ],
   },
   { name: 'dunning_episodes', description: 'One row per dunning episode: from the first dunning level to payment, reset, or still open.', columns: EPISODE_COLUMNS('dunning') },
@@ -224,6 +233,30 @@ export const METRIC_TABLES: Table[] = [
       { name: 'freshness_p50_s', description: 'Median seconds from webhook receipt to the version\'s load.' },
       { name: 'freshness_p99_s', description: '99th percentile of the same.' },
       { name: 'dead_letters', description: 'Records sent to a dead-letter topic.' },
+    ],
+  },
+];
+
+/** Helpers of the metric views an analyst may reuse (warehouse/metric-views.sql): one definition each. */
+export const METRIC_HELPER_TABLES: Table[] = [
+  {
+    name: 'metric_contract_lifecycle',
+    description: 'One row per contract with a start date: its trial, conversion, paying start, cancellation and end, on the service\'s dates, counted by now.',
+    columns: [
+      { name: 'contract_id', description: 'The contract.', tests: ['not_null', 'unique'] },
+      { name: 'customer_id', description: 'Its customer.' },
+      { name: 'plan_id', description: 'Its PlanId.' },
+      { name: 'start_date', description: 'Its StartDate.', tests: ['not_null'] },
+      { name: 'end_date', description: 'Its EndDate (may lie ahead: a cancelled contract still running).' },
+      { name: 'phases', description: 'Its Phases, as sent.' },
+      { name: 'trial_start_date', description: 'The start of its first Trial phase; null: no trial.' },
+      { name: 'trial_end_date', description: 'Where the trial ends: the next phase of another type, else the EndDate.' },
+      { name: 'converted_at', description: 'The start of the trial\'s first Normal phase, once come and before the EndDate.' },
+      { name: 'paying_from', description: 'When it started paying (converted_at, or the StartDate of a contract without a trial); null: never paid.' },
+      { name: 'cancelled_at', description: 'Its latest cancellation (an EndDate set), when the loader read it.' },
+      { name: 'ended_at', description: 'The EndDate once come.' },
+      { name: 'end_kind', description: 'churn (it had paid) or trial_not_converted (it never paid); null while running.', tests: [OUTCOMES(['churn', 'trial_not_converted'])] },
+      { name: 'trial_outcome', description: 'converted, not_converted or in_trial; null without a trial.', tests: [OUTCOMES(['converted', 'not_converted', 'in_trial'])] },
     ],
   },
 ];
@@ -262,7 +295,7 @@ export function renderDbtSources(typed: TypedColumns): string {
     '    description: "The metric views `billing-loader migrate` creates over the history, in the same schema."',
     `    schema: ${schema}`,
     '    tables:',
-    ...renderTables(METRIC_TABLES),
+    ...renderTables([...METRIC_TABLES, ...METRIC_HELPER_TABLES]),
     '',
   ].join('\n');
 }

@@ -6,7 +6,12 @@ describe('typed column mapping', () => {
   it('the shipped mapping is valid and gives every type columns', async () => {
     const typed = await loadTypedColumns();
     for (const type of RESOURCE_TYPES) expect(typed[type].length, type).toBeGreaterThan(0);
-    expect(typed.Contract.map((c) => c.column)).toEqual(expect.arrayContaining(['status', 'plan_id', 'plan_variant_id', 'start_date', 'end_date', 'trial_end_date', 'cancellation_date']));
+    expect(typed.Contract.map((c) => c.column)).toEqual(expect.arrayContaining(['status', 'plan_id', 'plan_variant_id', 'start_date', 'end_date', 'current_phase_type']));
+    // The documented nested fields, by their paths.
+    expect(typed.PaymentTransaction).toContainEqual({ column: 'status', key: 'Status.Status', type: 'text' });
+    expect(typed.Contract).toContainEqual({ column: 'current_phase_type', key: 'CurrentPhase.Type', type: 'text' });
+    // Date-only fields are dates (read as UTC dates, migration 0015).
+    expect(typed.Invoice).toContainEqual({ column: 'due_date', key: 'DueDate', type: 'date' });
   });
 
   it('a type left out has no typed columns', () => {
@@ -25,6 +30,8 @@ describe('typed column mapping', () => {
     [{ Contract: [{ column: 'customer_id', key: 'CustomerId', type: 'text' }] }, /every view already has/],
     [{ Contract: [{ column: 'a', key: 'A', type: 'text' }, { column: 'a', key: 'B', type: 'text' }] }, /declared twice/],
     [{ Contract: [{ column: 'a', key: '', type: 'text' }] }, /key must be/],
+    [{ Contract: [{ column: 'a', key: 'Status.', type: 'text' }] }, /steps through nested objects/],
+    [{ Contract: [{ column: 'a', key: '.Status', type: 'text' }] }, /steps through nested objects/],
     [{ Contract: [{ column: 'a', key: 'A', type: 'varchar(3); drop' }] }, /type must be one of/],
   ])('refuses %j', (mapping, message) => {
     expect(() => parseTypedColumns(mapping)).toThrow(message);

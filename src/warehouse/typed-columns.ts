@@ -14,9 +14,17 @@ export type TypedColumnSqlType = (typeof TYPED_COLUMN_SQL_TYPES)[number];
 export interface TypedColumn {
   /** Column name in the views (snake_case). */
   column: string;
-  /** Top-level key of the body, matched in any letter case. */
+  /**
+   * The body's key, matched in any letter case; a path through nested objects is written with
+   * dots (`Status.Status`, `CurrentPhase.Type`, `Name._c`), each step matched in any letter case.
+   */
   key: string;
   type: TypedColumnSqlType;
+}
+
+/** The steps of a key: the top-level key first, then one per nested object (`Status.Status`). */
+export function keyPath(key: string): string[] {
+  return key.split('.');
 }
 
 export type TypedColumns = Readonly<Record<ResourceType, readonly TypedColumn[]>>;
@@ -66,7 +74,9 @@ export function parseTypedColumns(value: unknown, source = 'typed column mapping
       const { column, key, type: sqlType } = (c ?? {}) as Record<string, unknown>;
       if (typeof column !== 'string' || !/^[a-z_][a-z0-9_]{0,62}$/.test(column)) fail(`${type}: column ${JSON.stringify(column)} must be a lower-case SQL name`);
       if (seen.has(column as string)) fail(`${type}: column ${column as string} is declared twice or is a column every view already has`);
-      if (typeof key !== 'string' || key === '') fail(`${type}.${column as string}: key must be a non-empty string`);
+      if (typeof key !== 'string' || key === '' || key.split('.').some((step) => step === '')) {
+        fail(`${type}.${column as string}: key must be a non-empty string, its steps through nested objects joined by single dots`);
+      }
       if (!(TYPED_COLUMN_SQL_TYPES as readonly unknown[]).includes(sqlType)) fail(`${type}.${column as string}: type must be one of ${TYPED_COLUMN_SQL_TYPES.join(', ')}`);
       seen.add(column as string);
       out[t].push({ column: column as string, key: key as string, type: sqlType as TypedColumnSqlType });

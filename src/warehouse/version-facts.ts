@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { RESOURCE_TYPES, type ResourceType } from '../billing-api/resource-types.js';
 import { quoteIdent } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import type { TypedColumns } from './typed-columns.js';
+import { keyPath, type TypedColumns } from './typed-columns.js';
 
 /**
  * Body keys the metric views (warehouse/metric-views.sql) read from version_facts.fields, beside
@@ -10,11 +10,9 @@ import type { TypedColumns } from './typed-columns.js';
  * there); a unit test checks it.
  */
 export const METRIC_FACT_KEYS: Readonly<Partial<Record<ResourceType, readonly string[]>>> = {
-  Contract: ['CustomerId', 'PlanId', 'StartDate', 'TrialEndDate', 'CancellationDate', 'EndDate', 'Phases', 'LifecycleStatus'],
-  Order: ['OrderType', 'Status', 'ContractId', 'CreatedAt', 'CompletedAt'],
-  Dunning: ['ContractId', 'CustomerId', 'PaymentEscalationProcessId', 'DocumentDate', 'DunningLevel'],
-  PaymentTransaction: ['Status', 'Amount', 'Currency', 'PaymentProvider', 'CreatedAt', 'CompletedAt'],
-  PaymentEscalationProcess: ['ContractId', 'CustomerId', 'StartedAt', 'TriggerDays', 'Steps', 'ResetAt', 'Status'],
+  Contract: ['CustomerId', 'PlanId', 'StartDate', 'EndDate', 'Phases', 'LifecycleStatus'],
+  Dunning: ['ContractId', 'CustomerId', 'DocumentDate', 'DunningLevel'],
+  PaymentTransaction: ['Status', 'StatusTimestamp', 'Amount', 'Currency', 'PaymentProvider', 'ContractId'],
 };
 
 /** The key a field is stored under in version_facts.fields (one spelling for every letter case). */
@@ -22,12 +20,12 @@ export const factKey = (key: string): string => key.toLowerCase();
 
 /**
  * Per type, the body keys version_facts.fields holds, in lower case, sorted: the typed columns'
- * and the metric views'.
+ * (the top-level key of a nested one: its object is kept whole) and the metric views'.
  */
 export function factKeys(typed: TypedColumns): Record<ResourceType, string[]> {
   const out = {} as Record<ResourceType, string[]>;
   for (const type of RESOURCE_TYPES) {
-    out[type] = [...new Set([...typed[type].map((c) => c.key), ...(METRIC_FACT_KEYS[type] ?? [])].map(factKey))].sort();
+    out[type] = [...new Set([...typed[type].map((c) => keyPath(c.key)[0]!), ...(METRIC_FACT_KEYS[type] ?? [])].map(factKey))].sort();
   }
   return out;
 }

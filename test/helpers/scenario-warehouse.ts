@@ -7,7 +7,7 @@ import { topicNames } from '../../src/wire/topics.js';
 import { groupLag } from './pipeline-drain.js';
 import { startSimulatedPipeline } from './simulated-pipeline.js';
 import { waitFor } from './wait-for.js';
-import { compareWarehouseToTruth, compareWebhooksToDeliveries } from './warehouse-truth.js';
+import { compareWarehouseToTruth, compareWebhooksToDeliveries, saveScenarioTruth } from './warehouse-truth.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -75,6 +75,7 @@ async function fill(schema: string): Promise<void> {
       intervalMs: 500,
       what: 'the warehouse equal to the scenario\'s true history',
     });
+    await saveScenarioTruth(pool, schema, sim);
   } finally {
     await run.stop();
   }

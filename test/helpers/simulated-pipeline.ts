@@ -45,7 +45,8 @@ export async function startSimulatedPipeline(options: {
   const log = createLogger(config.logLevel);
   const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: options.name, log, max: 3 });
   await migrate(pool, { schema: config.databaseSchema, log });
-  const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 }, ...options.sim });
+  // The escalation settings served, so a loader that reads what PaymentEscalated names finds it.
+  const sim = await startSimulator({ rateLimit: { requestsPerSecond: 0 }, escalationSettings: true, ...options.sim });
   const front = await options.frontApi?.(sim.baseUrl);
   const api = createBillingApiClient({
     ...sim.clientOptions(),

@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteIdent } from '../../src/db/pool.js';
 import { packageRoot } from '../../src/package-root.js';
 import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
+import { lifecycles, monthlyChurn, trialCohorts } from '../helpers/metric-truth.js';
 import { scenarioWarehouse, type ScenarioWarehouse } from '../helpers/scenario-warehouse.js';
+import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-truth.js';
 
 interface Example {
   name: string;
@@ -13,6 +15,9 @@ interface Example {
   expect: 'rows' | 'any';
   sql: string;
 }
+
+/** A `date` column as node-pg reads it (midnight in the process's zone) back to its day. */
+const localDay = (d: Date): string => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 
 /** Every ```sql example=<name> expect=<rows|any> block of docs/ANALYSTS.md. */
 function examples(): Example[] {
@@ -29,19 +34,33 @@ describe('the example queries of docs/ANALYSTS.md', () => {
   const all = examples();
   let wh: ScenarioWarehouse;
   let client: pg.Client;
+  let truth: ScenarioTruth;
 
   beforeAll(async () => {
     wh = await scenarioWarehouse();
     client = new pg.Client({ connectionString: wh.databaseUrl, application_name: 'analyst-examples' });
     await client.connect();
+    truth = await loadScenarioTruth(client, wh.schema);
   });
+
+  /**
+   * The answers the questions must give, computed from the sandbox's truth (not from the
+   * views), where the question is a metric: `now` is the moment the example ran at.
+   */
+  const answers: Record<string, (now: Date) => unknown[]> = {
+    'churn-rate-by-month': (now) =>
+      monthlyChurn(lifecycles(truth, now), now).map((r) => ({ ...r, churn_rate: r.paying_at_start === 0 ? null : (r.churned / r.paying_at_start).toFixed(4) })),
+    'trial-conversion-by-cohort': (now) =>
+      trialCohorts(lifecycles(truth, now), now).map((r) => ({ ...r, conversion_rate: (r.converted / r.trials).toFixed(4) })),
+  };
 
   afterAll(async () => {
     await client?.end();
   });
 
-  it('are ten or more, each with its own name', () => {
+  it('are ten or more, each with its own name, the metric ones checked against the truth', () => {
     expect(all.length).toBeGreaterThanOrEqual(10);
+    for (const name of Object.keys(answers)) expect(all.map((e) => e.name)).toContain(name);
     expect(new Set(all.map((e) => e.name)).size).toBe(all.length);
   });
 
@@ -51,8 +70,16 @@ describe('the example queries of docs/ANALYSTS.md', () => {
       try {
         await client.query(`SET LOCAL ROLE ${quoteIdent(ANALYST_ROLE)}`);
         await client.query(`SET LOCAL search_path TO ${quoteIdent(wh.schema)}`);
+        const now = (await client.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
         const { rows } = await client.query(example.sql);
         if (example.expect === 'rows') expect(rows.length).toBeGreaterThan(0);
+        const answer = answers[example.name];
+        if (answer) {
+          const normal = rows.map((r: Record<string, unknown>) =>
+            Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v instanceof Date ? localDay(v) : typeof v === 'string' && /^\d+$/.test(v) && k !== 'conversion_rate' && k !== 'churn_rate' ? Number(v) : v])),
+          );
+          expect(normal).toEqual(answer(now));
+        }
       } finally {
         await client.query('ROLLBACK');
       }

@@ -52,7 +52,7 @@ const one = async <T>(sql: string, params: unknown[] = []): Promise<T> => (await
 const wholeRange = () =>
   one<{ from: string; to: string }>(
     `SELECT least((SELECT min((start_date AT TIME ZONE 'UTC')::date) FROM ${s}.contract_current), (SELECT min(day) FROM ${s}.payment_outcomes))::text AS from,
-            greatest((SELECT (max(d) AT TIME ZONE 'UTC')::date FROM ${s}.contract_current CROSS JOIN unnest(ARRAY[start_date, trial_end_date, cancellation_date, end_date]) AS d WHERE d <= now()),
+            greatest((SELECT (max(d) AT TIME ZONE 'UTC')::date FROM ${s}.contract_current CROSS JOIN unnest(ARRAY[start_date, end_date]) AS d WHERE d <= now()),
                      (SELECT max(day) FROM ${s}.payment_outcomes))::text AS to`,
   );
 

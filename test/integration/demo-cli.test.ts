@@ -15,15 +15,23 @@ afterAll(async () => {
   await pool.end();
 });
 
-it('the demo plays a scenario through the whole pipeline and prints a summary with no dead letters', { timeout: 240_000 }, async () => {
+it('the demo plays a history up to now through the whole pipeline and prints a summary with several versions per contract and no dead letters', { timeout: 240_000 }, async () => {
   const env = { ...inject('services'), TOPIC_PREFIX: config.topicPrefix, DATABASE_SCHEMA: config.databaseSchema };
-  const result = await runCli(['demo', '--duration', '5', '--seed', '7'], env, 230_000);
+  // Long enough that a contract's changes come seconds apart (the story clock paces 180 days over the run).
+  const result = await runCli(['demo', '--duration', '20', '--seed', '7'], env, 230_000);
   expect(result.code, result.stderr).toBe(0);
   expect(result.stdout).toContain('1/5 using the configured services');
   const summary = (label: string) => Number(new RegExp(`^ {2}${label}\\s+(\\d+)`, 'm').exec(result.stdout)?.[1]);
   expect(summary('webhooks delivered and acknowledged')).toBeGreaterThan(0);
   expect(summary('versions written')).toBeGreaterThan(0);
   expect(summary('records sent to a DLQ')).toBe(0);
+  // The history a loader exists for: contracts read in several states, cancellations and plan changes among the changes.
+  const contracts = summary('contracts of this run');
+  expect(contracts).toBeGreaterThan(0);
+  expect(summary('  with several versions')).toBeGreaterThan(contracts / 2);
+  expect(summary('  cancellations in their history')).toBeGreaterThan(0);
+  expect(summary('  plan changes in their history')).toBeGreaterThan(0);
+  expect(result.stdout).toMatch(/up to now/);
   expect(result.stdout).toContain('npx billing-loader dashboard  then open http://localhost:8090/');
   const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteIdent(config.databaseSchema)}.resource_versions`);
   // At least what the summary counted (it is printed once the pipeline drained).

@@ -64,7 +64,8 @@ export async function startEnricherHarness(
   const log = options.log ?? createLogger(config.logLevel);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'enricher-test', log });
   const registry = createRegistry(config.schemaRegistryUrl);
-  const sim = await startSimulator({ seed: 7, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 100 }, ...options.sim });
+  // The escalation settings served, so a loader that reads what PaymentEscalated names finds it.
+  const sim = await startSimulator({ seed: 7, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 100 }, escalationSettings: true, ...options.sim });
   const ingress = await startIngress({ log, kafka, registry, health: createHealth(), metrics: createMetrics() }, { ...config, ingressPort: 0, host: '127.0.0.1' });
   sim.setWebhookUrl(`${ingress.url}/webhooks`);
   const api = createBillingApiClient({

@@ -26,7 +26,7 @@ describe('billing-loader simulate', () => {
   it('has --help naming its options', async () => {
     const out = capture(process.stdout);
     expect(await main(['simulate', '--help'])).toBe(0);
-    for (const option of ['--port', '--webhook-url', '--scenario', '--seed', '--rate', '--retry-base-delay-ms', '--property-case', '--unknown-fields']) expect(out()).toContain(option);
+    for (const option of ['--port', '--webhook-url', '--scenario', '--seed', '--rate', '--retry-base-delay-ms', '--property-case', '--unknown-fields', '--until-now', '--escalation-settings']) expect(out()).toContain(option);
   });
 
   it.each([
@@ -63,6 +63,20 @@ describe('billing-loader simulate', () => {
     } finally {
       await sim.stop();
       await receiver.stop();
+    }
+  });
+
+  it('with --until-now plays a history that ends at the wall clock, never after it', async () => {
+    const sim = await runSimulate({ ...defaults, scenario: 'default', customers: 6, untilNow: 2, historyDays: 90 }, { log: silentLogger, print: () => undefined });
+    try {
+      await waitFor(() => sim.events().some((e) => e.payload.Event === 'InvoiceCreated'), { what: 'a billing' });
+      const now = new Date().toISOString();
+      const events = sim.events();
+      expect(events.every((e) => e.simulatedAt <= now)).toBe(true);
+      const earliest = new Date(Date.now() - 91 * 86_400_000).toISOString();
+      expect(events.every((e) => e.simulatedAt >= earliest)).toBe(true);
+    } finally {
+      await sim.stop();
     }
   });
 });

@@ -7,7 +7,7 @@ let sim: Simulator;
 let accessToken: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 21, rateLimit: { requestsPerSecond: 0 } });
+  sim = await startSimulator({ seed: 21, rateLimit: { requestsPerSecond: 0 }, escalationSettings: true });
   await sim.runScenario({ customers: 12 });
   const res = await fetch(`${sim.authUrl}/oauth/token/`, {
     method: 'POST',
@@ -54,10 +54,10 @@ describe('resource endpoints (spec 4.2, 5)', () => {
     }
   });
 
-  it('returns realistic contract bodies: PascalCase, ISO 8601 UTC dates, the customer by CustomerId, phases, plan, balance, currency', async () => {
+  it('returns realistic contract bodies: PascalCase, .NET UTC timestamps, the customer by CustomerId, phases, plan, balance, currency', async () => {
     const c = (await get(`Contracts/${sim.ids('Contract')[0]}`)).body as Record<string, unknown>;
     expect(c).toMatchObject({ CustomerId: expect.stringMatching(/^[0-9a-f]{24}$/), PlanId: expect.any(String), Currency: expect.stringMatching(/^[A-Z]{3}$/), Balance: expect.any(Number) });
-    expect(c.StartDate).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(c.StartDate).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$/);
     expect(Array.isArray(c.Phases) && c.Phases.length > 0).toBe(true);
     expect((await get(`Customers/${String(c.CustomerId)}`)).status).toBe(200);
   });

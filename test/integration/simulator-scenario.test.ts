@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { EVENT_NAMES } from '../../src/simulator/event-names.js';
+import { EVENT_NAMES, EXTRA_EVENT_NAMES } from '../../src/simulator/event-names.js';
 import { startRecordingReceiver, type RecordingReceiver } from '../../src/simulator/recording-receiver.js';
 import { RESOURCE_PATHS, RESOURCE_TYPES, type ResourceType } from '../../src/simulator/resource-types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/simulator.js';
@@ -48,7 +48,7 @@ describe('default scenario over HTTP, received like the loader does', () => {
       }
       return { status: 200 };
     });
-    const sim = await startSimulator({ seed: 99, webhookUrl: `${receiver.url}/webhooks`, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 5 } });
+    const sim = await startSimulator({ seed: 99, webhookUrl: `${receiver.url}/webhooks`, rateLimit: { requestsPerSecond: 0 }, delivery: { retryBaseDelayMs: 5 }, escalationSettings: true });
     running.push(sim, receiver);
     token = await tokenFor(sim);
     const result = await sim.runScenario({ customers: 12, stepDelayMs: 10 });
@@ -98,6 +98,6 @@ describe('default scenario over HTTP, received like the loader does', () => {
     expect(fingerprint(a)).toBe(fingerprint(b));
     expect(fingerprint(a)).not.toBe(fingerprint(c));
     const names = new Set(a.events().map((e) => e.payload.Event));
-    expect(names.size).toBe(EVENT_NAMES.length);
+    expect(names.size).toBe(EVENT_NAMES.length + EXTRA_EVENT_NAMES.length);
   });
 });

@@ -16,15 +16,20 @@ async function setup(answer: Parameters<typeof startRecordingReceiver>[0], deliv
 }
 
 describe('webhook dispatcher over HTTP (spec 6.1)', () => {
-  it('POSTs JSON with Event and identifier fields only', async () => {
+  it('POSTs JSON with Event, identifier fields and the legal entity', async () => {
     const { receiver, sim } = await setup(() => ({ status: 200 }));
     const s = sim.billing.signup();
     await waitFor(() => sim.stats().webhooks.delivered === 4, { what: 'signup webhooks delivered' });
+    const EntityId = sim.entityId;
+    const externalCustomerId = sim.current('Customer', s.customerId)?.ExternalCustomerId;
     expect(receiver.received.map((r) => r.json)).toEqual([
-      { Event: 'CustomerCreated', CustomerId: s.customerId },
-      { Event: 'ContractCreated', ContractId: s.contractId },
-      { Event: 'AccountCreated', ContractId: s.contractId },
-      { Event: 'OrderSucceeded', ContractId: s.contractId, OrderId: s.orderId },
+      { Event: 'CustomerCreated', CustomerId: s.customerId, EntityId },
+      {
+        Event: 'ContractCreated', ContractId: s.contractId, CustomerId: s.customerId, ExternalCustomerId: externalCustomerId,
+        ContractChangeId: expect.stringMatching(/^[0-9a-f]{24}$/), ContractChangeType: 'Signup', EntityId,
+      },
+      { Event: 'AccountCreated', ContractId: s.contractId, EntityId },
+      { Event: 'OrderSucceeded', ContractId: s.contractId, OrderId: s.orderId, EntityId },
     ]);
     expect(receiver.received.every((r) => r.method === 'POST' && r.path === '/webhooks' && r.contentType === 'application/json')).toBe(true);
   });

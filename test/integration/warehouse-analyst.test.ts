@@ -53,8 +53,9 @@ const pascal = {
   LifecycleStatus: 'Active',
   StartDate: '2025-01-01T10:00:00.000Z',
   EndDate: null,
-  TrialEndDate: '2025-01-15T10:00:00.000Z',
-  NoticePeriodDays: 30,
+  BilledUntil: '2025-01-15T10:00:00.0000000Z',
+  EscalationSuspended: false,
+  CurrentPhase: { Type: 'Normal', StartDate: '2025-01-01T10:00:00.0000000Z' },
   Balance: -12.5,
 };
 const recase = (body: Record<string, unknown>, f: (k: string, i: number) => string) => Object.fromEntries(Object.entries(body).map(([k, v], i) => [f(k, i), v]));
@@ -71,7 +72,7 @@ describe('typed columns', () => {
     for (const [id, body] of Object.entries(bodies)) await insert('Contract', id, 1, '2025-02-01T00:00:00Z', body);
     for (const view of ['contract_history', 'contract_current']) {
       const { rows } = await pool.query(
-        `SELECT resource_id, status, plan_id, plan_variant_id, start_date, end_date, trial_end_date, notice_period_days, balance::text AS balance
+        `SELECT resource_id, status, plan_id, plan_variant_id, start_date, end_date, billed_until, escalation_suspended, current_phase_type, balance::text AS balance
            FROM ${s}.${view} WHERE resource_id LIKE 'c-%' ORDER BY resource_id`,
       );
       expect(rows.length, view).toBe(4);
@@ -83,8 +84,9 @@ describe('typed columns', () => {
           plan_variant_id: 'var-1',
           start_date: t('2025-01-01T10:00:00Z'),
           end_date: null,
-          trial_end_date: t('2025-01-15T10:00:00Z'),
-          notice_period_days: 30,
+          billed_until: t('2025-01-15T10:00:00Z'),
+          escalation_suspended: false,
+          current_phase_type: 'Normal',
           balance: '-12.5',
         });
       }
@@ -94,16 +96,16 @@ describe('typed columns', () => {
   it('a value of the wrong type is NULL, the query does not fail, and typed_column_errors counts it', async () => {
     const before = await pool.query(`SELECT versions FROM ${s}.typed_column_errors WHERE resource = 'contract' AND column_name = 'start_date'`);
     expect(before.rows).toEqual([]);
-    await insert('Contract', 'bad-1', 1, '2025-02-02T00:00:00Z', { ...pascal, StartDate: 'next tuesday', NoticePeriodDays: 'thirty', PlanId: { nested: true } });
+    await insert('Contract', 'bad-1', 1, '2025-02-02T00:00:00Z', { ...pascal, StartDate: 'next tuesday', EscalationSuspended: 'maybe', PlanId: { nested: true } });
     await insert('Contract', 'bad-2', 1, '2025-02-03T00:00:00Z', { ...recase(pascal, camel), startDate: 42 });
-    const { rows } = await pool.query(`SELECT resource_id, start_date, notice_period_days, plan_id, status FROM ${s}.contract_current WHERE resource_id LIKE 'bad-%' ORDER BY resource_id`);
+    const { rows } = await pool.query(`SELECT resource_id, start_date, escalation_suspended, plan_id, status FROM ${s}.contract_current WHERE resource_id LIKE 'bad-%' ORDER BY resource_id`);
     expect(rows).toEqual([
-      { resource_id: 'bad-1', start_date: null, notice_period_days: null, plan_id: null, status: 'Active' },
-      { resource_id: 'bad-2', start_date: null, notice_period_days: 30, plan_id: 'plan-a', status: 'Active' },
+      { resource_id: 'bad-1', start_date: null, escalation_suspended: null, plan_id: null, status: 'Active' },
+      { resource_id: 'bad-2', start_date: null, escalation_suspended: false, plan_id: 'plan-a', status: 'Active' },
     ]);
     const errors = await pool.query(`SELECT column_name, json_key, sql_type, versions::int, last_resource_id FROM ${s}.typed_column_errors WHERE resource = 'contract' ORDER BY column_name`);
     expect(errors.rows).toEqual([
-      { column_name: 'notice_period_days', json_key: 'NoticePeriodDays', sql_type: 'integer', versions: 1, last_resource_id: 'bad-1' },
+      { column_name: 'escalation_suspended', json_key: 'EscalationSuspended', sql_type: 'boolean', versions: 1, last_resource_id: 'bad-1' },
       { column_name: 'plan_id', json_key: 'PlanId', sql_type: 'text', versions: 1, last_resource_id: 'bad-1' },
       { column_name: 'start_date', json_key: 'StartDate', sql_type: 'timestamptz', versions: 2, last_resource_id: 'bad-2' },
     ]);
@@ -306,11 +308,11 @@ describe('the mapping', () => {
     const asOf = await pool.query(`SELECT reference_code_upper FROM ${s}.contract_as_of(now()) WHERE resource_id = 'm-1'`);
     expect(asOf.rows).toEqual([{ reference_code_upper: 'C-1' }]);
 
-    await writeFile(file, JSON.stringify({ ...typed, Contract: typed.Contract.filter((c) => c.column !== 'plan_name') }));
+    await writeFile(file, JSON.stringify({ ...typed, Contract: typed.Contract.filter((c) => c.column !== 'reference_code') }));
     await migrate(pool, { schema: config.databaseSchema, log, typedColumnsFile: file });
     const cols = await pool.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'contract_current'`, [config.databaseSchema]);
     const names = cols.rows.map((r) => r.column_name);
-    expect(names).not.toContain('plan_name');
+    expect(names).not.toContain('reference_code');
     expect(names).not.toContain('reference_code_upper');
 
     await writeFile(file, JSON.stringify({ Contract: [{ column: 'version', key: 'Version', type: 'text' }] }));

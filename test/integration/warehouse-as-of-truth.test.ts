@@ -49,6 +49,9 @@ async function truthAt(at: Date): Promise<Map<string, Map<string, string>>> {
     const alive = new Map<string, string>();
     for (const id of sim.ids(type)) {
       if (!known.has(id)) continue;
+      // The account's escalation settings exist from the start, but the loader learns of them
+      // only from the first PaymentEscalated that names them: before that, nothing to have read.
+      if (type === 'PaymentEscalationProcess' && !named(id, at)) continue;
       const states = sim.history(type, id)?.states ?? [];
       const state = states.filter((s) => new Date(s.wallAt) <= at).at(-1);
       if (state && !state.deleted) alive.set(id, canonical(state.body));
@@ -56,6 +59,11 @@ async function truthAt(at: Date): Promise<Map<string, Map<string, string>>> {
     out.set(type, alive);
   }
   return out;
+}
+
+/** Whether an event emitted by wall-clock `at` names `id` (in any field). */
+function named(id: string, at: Date): boolean {
+  return sim.events().some((e) => new Date(e.wallAt) <= at && Object.values(e.payload).includes(id));
 }
 
 async function warehouseAt(at: Date): Promise<Map<string, Map<string, string>>> {

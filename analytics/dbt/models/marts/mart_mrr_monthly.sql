@@ -4,8 +4,9 @@
 -- an invoice covers one 30-day period with the plan and the open components. A contract active at
 -- the month end (started, out of trial, not ended) without such an invoice yet (first period
 -- not billed) is counted in contracts_active but not priced. A plan change shows from the next
--- invoice. Contract dates are the service's own (start, trial end, end dates of the latest
--- version), so the series follows the billing timeline, not the loader's.
+-- invoice. Contract dates are the service's own (when it started paying and its end, from the
+-- phases and EndDate of the latest version: metric_contract_lifecycle), so the series follows the
+-- billing timeline, not the loader's.
 with months as (
     select generate_series(date_trunc('month', min(start_date)), date_trunc('month', now()), interval '1 month') as month
       from {{ source('billing', 'contract_current') }}
@@ -15,8 +16,10 @@ active as (
       from months m
       join {{ source('billing', 'contract_current') }} c
         on c.start_date < m.month + interval '1 month'
-       and coalesce(c.trial_end_date, c.start_date) < m.month + interval '1 month'
        and (c.end_date is null or c.end_date >= m.month + interval '1 month')
+      join {{ source('billing_metrics', 'metric_contract_lifecycle') }} l
+        on l.contract_id = c.resource_id
+       and l.paying_from < m.month + interval '1 month'
 ),
 priced as (
     select a.month, a.contract_id, a.currency, i.total_net
@@ -27,6 +30,7 @@ priced as (
              where i.contract_id = a.contract_id
                and i.corrects_invoice_id is null
                and i.document_date < a.month + interval '1 month'
+               and i.document_date <= now()
              order by i.document_date desc
              limit 1
       ) i on true
