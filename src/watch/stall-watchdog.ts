@@ -104,11 +104,9 @@ export function startStageWatch(deps: { log: Logger; health: Health; metrics: Wa
       log.error('stage stalled, restarting its consumers and producers', details);
       state.restartedAt = at;
       metrics.restarts.inc({ stage: stage.stage });
-      try {
-        await bounded(stage.restart(), 'restart');
-      } catch (err) {
-        log.error('stage restart failed', { stage: stage.stage, err: errorMessage(err) });
-      }
+      // Not awaited: a restart waits for the old consumer to let go (up to seconds), and the
+      // other stages' checks go on meanwhile.
+      bounded(stage.restart(), 'restart').catch((err: unknown) => log.error('stage restart failed', { stage: stage.stage, err: errorMessage(err) }));
       return;
     }
     if (!state.failedLiveness && at - state.restartedAt >= settings.livenessMs) {
