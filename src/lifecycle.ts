@@ -5,10 +5,13 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** Time the log gets to flush between the grace period's end and the forced exit. */
+const HARD_EXIT_AFTER_MS = 1000;
+
 /**
  * Runs until SIGTERM or SIGINT (or, with `stopWhenOrphaned`, until its parent process exits),
  * then calls `stop` once. If stopping takes longer than
- * `graceMs`, the process exits non-zero anyway (the orchestrator would SIGKILL it soon after;
+ * `graceMs` (SHUTDOWN_GRACE_MS), the process exits non-zero anyway (the orchestrator would SIGKILL it soon after;
  * exiting ourselves says so in the log first). A second signal exits at once.
  */
 export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, options: { stopWhenOrphaned?: boolean } = {}): Promise<number> {
@@ -26,6 +29,9 @@ export function stopOnSignal(running: Running, log: Logger, graceMs = 30_000, op
       const timer = setTimeout(() => {
         log.error('shutdown grace period exceeded, exiting', { graceMs });
         resolve(1);
+        // The caller exits with 1 once it has returned; should anything hold it up (a stop that
+        // hangs keeps its clients open), this ends the process regardless.
+        setTimeout(() => process.exit(1), HARD_EXIT_AFTER_MS).unref();
       }, graceMs);
       timer.unref();
       running.stop().then(
