@@ -285,7 +285,7 @@ async function soak(): Promise<string> {
     `| versions lost | ${truth.gaps} gaps, ${statesMissed} states missed |`,
     `| versions duplicated | ${truth.duplicateVersions} |`,
     `| other truth problems | ${truth.problems.length - statesMissed - truth.duplicateVersions} |`,
-    `| unexpected dead letters | ${letters.unexpected.length} |`,
+    `| unexpected dead letters | ${letters.unexpected.length} (besides ${letters.notFoundGiveUps} give-ups: resources deleted before any read could see them) |`,
     `| drained | ${drained} |`,
     `| longest stall (stage gauge max) | ${stall || 'none seen'} |`,
     `| longest standstill of the warehouse during the load | ${Math.round(longestStandstillMs / 1000)} s |`,
