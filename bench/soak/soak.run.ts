@@ -29,8 +29,8 @@ const SEED = Number(process.env.SOAK_SEED ?? 1);
 const FAULT_EVERY_MS = 60_000;
 /** How long an API 5xx burst or a 429 storm lasts. */
 const API_FAULT_MS = 20_000;
-/** The watchdog's settings for the soak: shorter than the defaults, so that it acts within the run. */
-const WATCHDOG = { WATCHDOG_STALL_MS: '90000', WATCHDOG_LIVENESS_MS: '60000', LAG_CHECK_INTERVAL_MS: '5000' };
+/** The watchdog's settings for the soak (`--watchdog-*` flags): shorter than the defaults, so that it can act within the run. */
+const WATCHDOG = { WATCHDOG_STALL_MS: process.env.SOAK_WATCHDOG_STALL_MS ?? '90000', WATCHDOG_LIVENESS_MS: process.env.SOAK_WATCHDOG_LIVENESS_MS ?? '60000', LAG_CHECK_INTERVAL_MS: '5000' };
 const FAULTS = ['broker-restart', 'postgres-restart', 'registry-restart', 'sigkill', 'api-5xx-burst', 'api-429-storm'] as const;
 type FaultKind = (typeof FAULTS)[number];
 type Component = 'ingress' | 'enricher' | 'sink';
@@ -277,7 +277,7 @@ async function soak(): Promise<string> {
   const lines = [
     `| date | ${new Date(started).toISOString().slice(0, 16).replace('T', ' ')} UTC |`,
     `| machine | ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), shared with other work at the time |`,
-    `| duration | ${MINUTES} min of faults and load, then the drain (${drainSeconds} s); seed ${SEED} |`,
+    `| duration | ${MINUTES} min of faults and load, then the drain (${drainSeconds} s); seed ${SEED}; WATCHDOG_STALL_MS ${WATCHDOG.WATCHDOG_STALL_MS}, WATCHDOG_LIVENESS_MS ${WATCHDOG.WATCHDOG_LIVENESS_MS} |`,
     `| faults struck | ${struck.length}: ${byKind}${sigkills ? ` (SIGKILL of ${sigkills})` : ''}; failed to strike: ${struck.filter((s) => s.error).length} |`,
     `| webhooks | ${stats.delivered} deliveries, ${webhooks.acknowledged} acknowledged, ${stats.attempts - stats.delivered} attempts refused or timed out and retried, ${stats.dropped} given up by the sender |`,
     `| webhooks lost (acknowledged, not in the warehouse) | ${webhooks.lost} |`,
