@@ -33,6 +33,11 @@ const API_FAULT_MS = 20_000;
 const WATCHDOG = { WATCHDOG_STALL_MS: process.env.SOAK_WATCHDOG_STALL_MS ?? '90000', WATCHDOG_LIVENESS_MS: process.env.SOAK_WATCHDOG_LIVENESS_MS ?? '60000', LAG_CHECK_INTERVAL_MS: '5000' };
 const FAULTS = ['broker-restart', 'postgres-restart', 'registry-restart', 'sigkill', 'api-5xx-burst', 'api-429-storm'] as const;
 type FaultKind = (typeof FAULTS)[number];
+/** The faults drawn from (`--faults`, comma-separated; default all). */
+const DRAWN: FaultKind[] = (process.env.SOAK_FAULTS ?? FAULTS.join(',')).split(',').map((f) => {
+  if (!(FAULTS as readonly string[]).includes(f)) throw new Error(`--faults: unknown fault '${f}'; use ${FAULTS.join(', ')}`);
+  return f as FaultKind;
+});
 type Component = 'ingress' | 'enricher' | 'sink';
 const COMPONENTS: Component[] = ['sink', 'enricher', 'ingress'];
 
@@ -224,7 +229,7 @@ async function soak(): Promise<string> {
   while (Date.now() + 1000 < end) {
     await sleep(Math.max(0, Math.min(nextFault, end) - Date.now()));
     if (Date.now() >= end) break;
-    const fault = FAULTS[Math.floor(random.next() * FAULTS.length)] as FaultKind;
+    const fault = DRAWN[Math.floor(random.next() * DRAWN.length)] as FaultKind;
     say(`fault ${struck.length + 1}: ${fault}`);
     const entry = await strike(fault);
     struck.push(entry);
