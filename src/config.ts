@@ -231,6 +231,9 @@ export const options = {
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),
   dashboardPort: defaulted({ env: 'DASHBOARD_PORT', description: "the analysts' dashboard's HTTP port (billing-loader dashboard)", defaultText: '8090', default: () => 8090, parse: port }),
   dashboardDatabaseUrl: optional({ env: 'DASHBOARD_DATABASE_URL', description: 'PostgreSQL connection string of the dashboard, which reads as billing_loader_analyst in read-only transactions whatever the login (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
+  lagCheckIntervalMs: defaulted({ env: 'LAG_CHECK_INTERVAL_MS', description: "how often, in milliseconds, each stage's lag (committed offsets against partition ends, bytes waiting for Kafka) is checked for the lag and stall gauges and the stall watchdog", defaultText: '5000', default: () => 5000, parse: positiveInt }),
+  watchdogStallMs: defaulted({ env: 'WATCHDOG_STALL_MS', description: "how long, in milliseconds, a stage may have work waiting without committing progress before the watchdog logs what it waits for and restarts the stage's consumers and producers (0: never)", defaultText: '180000', default: () => 180_000, parse: nonNegativeInt }),
+  watchdogLivenessMs: defaulted({ env: 'WATCHDOG_LIVENESS_MS', description: 'how long, in milliseconds, a stage may stay stalled after the watchdog restarted it before /livez and /healthz answer 503 (for systemd or Kubernetes to restart the process)', defaultText: '120000', default: () => 120_000, parse: positiveInt }),
   heapGrowthPercent: defaulted({ env: 'HEAP_GROWTH_PERCENT', description: "how far a component's heap may outgrow its live data before a full garbage collection, in percent (0: V8's own rule, up to 300 %)", defaultText: String(DEFAULT_HEAP_GROWTH_PERCENT), default: () => DEFAULT_HEAP_GROWTH_PERCENT, parse: nonNegativeInt }),
   // Shutdown: how a rollout stops a component (docs/OPERATIONS.md, "Starting and stopping").
   shutdownTimeoutMs: defaulted({ env: 'SHUTDOWN_TIMEOUT_MS', description: "how long a component may take to stop after SIGTERM/SIGINT, in milliseconds, the ingress's INGRESS_SHUTDOWN_DELAY_MS included; past it the process exits 1. Keep it below the supervisor's grace period (Kubernetes terminationGracePeriodSeconds: 30 s by default; systemd TimeoutStopSec: 90 s by default)", defaultText: String(DEFAULT_SHUTDOWN_TIMEOUT_MS), default: () => DEFAULT_SHUTDOWN_TIMEOUT_MS, parse: positiveInt }),
@@ -257,7 +260,7 @@ export const SETTINGS_OF = {
     'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess',
   ],
   /** A long-running process: its ops port, logs and heap policy. */
-  service: ['opsPort', 'logLevel', 'heapGrowthPercent', 'shutdownTimeoutMs'],
+  service: ['opsPort', 'logLevel', 'heapGrowthPercent', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
   ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs', 'ingressShutdownDelayMs'],
   enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
   sink: ['sinkGroupId'],
@@ -274,7 +277,7 @@ export const COMMAND_SETTINGS = {
   run: [...S.kafka, ...S.registry, ...S.database, ...S.billingApi, ...S.ingress, ...S.enricher, ...S.sink, ...S.service],
   backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
   // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
-  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort'],
+  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
   migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   dlq: [...S.kafka, ...S.registry, 'logLevel'],

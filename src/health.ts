@@ -2,6 +2,7 @@
  * Readiness of one process: each dependency (Kafka, registry, database, billing API) registers
  * a check; the process is ready when every check passes. A component that knows it cannot work
  * (e.g. credentials rejected, shutting down) sets a named condition with its reason.
+ * Liveness is separate: the process is live unless something marked it not live.
  */
 export type HealthCheck = () => Promise<void>;
 
@@ -11,18 +12,31 @@ export interface Readiness {
   checks: Record<string, { ok: boolean; reason?: string; informational?: true }>;
 }
 
+export interface Liveness {
+  live: boolean;
+  /** Why not, by condition. */
+  failing: Record<string, string>;
+}
+
 export interface Health {
   /** A check of a dependency; `informational`: reported in the reasons, but the process stays ready when it fails. */
   addCheck(name: string, check: HealthCheck, options?: { informational?: boolean }): void;
   /** Marks a condition not ready (with a reason), or ready again (`reason` undefined). */
   setCondition(name: string, reason: string | undefined): void;
   readiness(timeoutMs?: number): Promise<Readiness>;
+  /**
+   * Marks the process not live (with a reason), or live again (`reason` undefined): something a
+   * restart of the whole process may cure and nothing inside it did (the stall watchdog's last step).
+   */
+  setLiveness(name: string, reason: string | undefined): void;
+  liveness(): Liveness;
 }
 
 export function createHealth(): Health {
   const checks = new Map<string, HealthCheck>();
   const informational = new Set<string>();
   const conditions = new Map<string, string>();
+  const deadly = new Map<string, string>();
   return {
     addCheck(name, check, options = {}) {
       checks.set(name, check);
@@ -49,5 +63,10 @@ export function createHealth(): Health {
       result.ready = Object.values(result.checks).every((c) => c.ok || c.informational === true);
       return result;
     },
+    setLiveness(name, reason) {
+      if (reason === undefined) deadly.delete(name);
+      else deadly.set(name, reason);
+    },
+    liveness: () => ({ live: deadly.size === 0, failing: Object.fromEntries(deadly) }),
   };
 }

@@ -6,6 +6,9 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** Time the log gets to flush between the grace period's end and the forced exit. */
+const HARD_EXIT_AFTER_MS = 1000;
+
 /**
  * Runs until SIGTERM or SIGINT (or, with `stopWhenOrphaned`, until its parent process exits),
  * then calls `stop` once. If stopping takes longer than
@@ -27,6 +30,9 @@ export function stopOnSignal(running: Running, log: Logger, timeoutMs = DEFAULT_
       const timer = setTimeout(() => {
         log.error('shutdown timeout exceeded, exiting', { timeoutMs });
         resolve(1);
+        // The caller exits with 1 once it has returned; should anything hold it up (a stop that
+        // hangs keeps its clients open), this ends the process regardless.
+        setTimeout(() => process.exit(1), HARD_EXIT_AFTER_MS).unref();
       }, timeoutMs);
       timer.unref();
       running.stop().then(

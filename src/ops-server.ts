@@ -11,20 +11,27 @@ export interface OpsDeps {
 }
 
 /**
- * GET /healthz (liveness: the process answers), GET /readyz (readiness: every check passes;
- * 503 with the failing checks otherwise), GET /metrics (Prometheus text format). The reasons
- * carry internal addresses and error text: serve these on an ops port, never on a public one.
+ * GET /livez and /healthz (liveness: 200 while the process answers and no stage is stalled past
+ * its restart; 503 with the reason otherwise), GET /readyz (readiness: every check passes; 503
+ * with the failing checks otherwise), GET /metrics (Prometheus text format). The reasons carry
+ * internal addresses and error text: serve these on an ops port, never on a public one.
  */
 export function mountOpsRoutes(app: Express, deps: OpsDeps): void {
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
+  for (const path of LIVENESS_PATHS) {
+    app.get(path, (_req, res) => {
+      const liveness = deps.health.liveness();
+      res.status(liveness.live ? 200 : 503).json(liveness.live ? { status: 'ok' } : { status: 'not live', failing: liveness.failing });
+    });
+  }
   app.get('/readyz', async (_req, res) => {
     const readiness = await deps.health.readiness();
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
   mountMetrics(app, deps.metrics);
 }
+
+/** The liveness probe's paths: /livez, and /healthz, which deployments already probe. */
+const LIVENESS_PATHS = ['/livez', '/healthz'];
 
 /** GET /metrics, Prometheus text format. */
 export function mountMetrics(app: Express, metrics: Registry): void {
@@ -34,14 +41,17 @@ export function mountMetrics(app: Express, metrics: Registry): void {
 }
 
 /**
- * The probes of a public port: GET /healthz, and GET /readyz answering only ready (200) or not
- * ready (503). Why it is not ready goes to the log, once per change, and to the ops port.
+ * The probes of a public port: GET /livez and /healthz answering only live (200) or not (503),
+ * and GET /readyz answering only ready (200) or not ready (503). Why it is not ready goes to the log, once per change, and to the ops port.
  */
 export function mountPublicProbes(app: Express, deps: Pick<OpsDeps, 'health'>, log: Logger): void {
   const report = readinessReporter(log);
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
+  for (const path of LIVENESS_PATHS) {
+    app.get(path, (_req, res) => {
+      const { live } = deps.health.liveness();
+      res.status(live ? 200 : 503).json({ status: live ? 'ok' : 'not live' });
+    });
+  }
   app.get('/readyz', async (_req, res) => {
     const readiness = await deps.health.readiness();
     report(readiness);

@@ -18,7 +18,7 @@ export interface RunningPipeline extends Running {
  * and stopped upstream first, so each stage drains into a running next one.
  */
 export async function startPipeline(deps: PipelineDeps, config: Config, options: { host?: string; maxPauseMs?: number } = {}): Promise<RunningPipeline> {
-  const sink = await startSink({ log: deps.log, metrics: deps.metrics, health: deps.health, kafka: deps.kafka, registry: deps.registry }, config);
+  const sink = await startSink({ log: deps.log, metrics: deps.metrics, health: deps.health, kafka: deps.kafka, registry: deps.registry, ...(deps.watch ? { watch: deps.watch } : {}) }, config);
   const enricher = await startEnricher(deps, config, options.maxPauseMs === undefined ? {} : { maxPauseMs: options.maxPauseMs }).catch(async (err: unknown) => {
     await sink.stop();
     throw err;

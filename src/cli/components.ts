@@ -11,6 +11,8 @@ import { createLogger, type Logger, type LogLevel } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
 import { createRegistry, type Registry } from '../registry/registry.js';
+import { startStageWatch, type StageWatch } from '../watch/stall-watchdog.js';
+import { createWatchMetrics } from '../watch/watch-metrics.js';
 import { stopOptions } from './cli-config.js';
 
 /**
@@ -27,6 +29,8 @@ export interface Components {
   health: Health;
   kafka: Kafka;
   registry: Registry;
+  /** The stall watchdog every stage of the process reports to (LAG_CHECK_INTERVAL_MS, WATCHDOG_*). */
+  watch: StageWatch;
   /** The billing API client, created on first use (its settings are checked then: call it before starting anything). */
   billingApi(): BillingApiClient;
   /** Serves GET /healthz, /readyz and /metrics on `port` until the components stop. */
@@ -44,6 +48,12 @@ export function composeComponents(config: Config, options: { service: string; cl
   const log = createLogger(options.logLevel ?? config.logLevel, undefined, { service: options.service });
   const metrics = createMetrics();
   const health = createHealth();
+  const watch = startStageWatch({
+    log: log.child({ component: 'watchdog' }),
+    health,
+    metrics: createWatchMetrics(metrics),
+    settings: { checkIntervalMs: config.lagCheckIntervalMs, stallMs: config.watchdogStallMs, livenessMs: config.watchdogLivenessMs },
+  });
   const stops: (() => Promise<void>)[] = [];
   let api: BillingApiClient | undefined;
   const components: Components = {
@@ -53,6 +63,7 @@ export function composeComponents(config: Config, options: { service: string; cl
     health,
     kafka: createKafka({ ...kafkaConnection(config), clientId: options.clientId, log }),
     registry: createRegistry(config),
+    watch,
     billingApi() {
       if (!api) {
         // Fails early, naming a missing BILLING_* variable.
@@ -70,6 +81,8 @@ export function composeComponents(config: Config, options: { service: string; cl
       stops.push(stop);
     },
     async stop() {
+      // No restarts of stages that are being stopped.
+      watch.stop();
       while (stops.length > 0) await stops.pop()?.();
     },
     runUntilSignal() {

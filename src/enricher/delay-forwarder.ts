@@ -7,6 +7,8 @@ import type { Logger } from '../log.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import { decodeFetchRequest } from '../wire/fetch-request.js';
+import type { StageWatch } from '../watch/stall-watchdog.js';
+import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 
 export interface DelayForwarderDeps {
   kafka: Kafka;
@@ -16,6 +18,8 @@ export interface DelayForwarderDeps {
   internal: EnricherTopics;
   groupId: string;
   now?: () => number;
+  /** The process's stall watchdog: lag gauges, stall gauge, restarts. */
+  watch?: StageWatch;
 }
 
 /** When a delayed record is due; one that cannot be decoded is due at once (the fetcher dead-letters it). */
@@ -104,11 +108,24 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
     timers.add(timer);
   };
 
+  // A partition waiting for a reread that is not due is paused: the watch does not count it as stalled.
+  const watched = watchConsumerStage(deps.watch, {
+    stage: 'delay-forwarder',
+    kafka,
+    groupId: deps.groupId,
+    async restart() {
+      const old = producer;
+      producer = newProducer();
+      producerReady = false;
+      await old.disconnect().catch(() => undefined);
+      await supervisor.running?.restart();
+    },
+  });
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.delay-forwarder',
     // A resumed partition joins the next fetch only: a short fetch wait keeps a reread close to its
     // due time on an otherwise idle topic (kafkajs waits up to 5 s by default).
-    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 }),
+    create: () => watched.attach(kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 })),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.internal.delayed, fromBeginning: true });
@@ -120,6 +137,7 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
 
   return {
     async stop() {
+      await watched.stop();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await supervisor.running?.stop();

@@ -30,7 +30,6 @@ export function createEnricherMetrics(registry: Registry) {
       registers: [registry],
     }),
     headsRestored: new Counter({ name: `${p}heads_restored_total`, help: 'Head records read from the heads topic into the local head cache at partition assignment, by mode (resumed: from where the cache was left; full: from the start, the cache being empty or not trusted)', labelNames: ['mode'], registers: [registry] }),
-    lag: new Gauge({ name: `${p}consumer_lag`, help: 'Fetch requests not yet processed, by partition (as of the last batch)', labelNames: ['partition'], registers: [registry] }),
   };
 }
 

@@ -15,6 +15,7 @@ import { startDelayForwarder } from './delay-forwarder.js';
 import { startFetcher, type FetcherDeps } from './fetcher.js';
 import type { ResourceReader } from './resource-reader.js';
 import { startRouter } from './router.js';
+import type { StageWatch } from '../watch/stall-watchdog.js';
 
 export interface EnricherDeps {
   kafka: Kafka;
@@ -23,6 +24,8 @@ export interface EnricherDeps {
   log: Logger;
   metrics: MetricsRegistry;
   health: Health;
+  /** The process's stall watchdog; its router, fetcher and delay forwarder report to it. */
+  watch?: StageWatch;
 }
 
 /** Consumer group of the router: reads `<prefix>.webhooks`; the group `replay --group enricher` moves. */

@@ -20,6 +20,8 @@ import { groupRequests, planPart, type Pending, type ReadResult } from './part-p
 import { createPartPublisher } from './part-publisher.js';
 import { openHeadCache } from './head-cache.js';
 import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
+import type { StageWatch } from '../watch/stall-watchdog.js';
+import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -42,6 +44,8 @@ export interface FetcherDeps {
   sessionTimeoutMs?: number;
   /** Where the local copy of the heads lives (ENRICHER_STATE_DIR). */
   stateDir: string;
+  /** The process's stall watchdog: lag gauges, stall gauge, restarts. */
+  watch?: StageWatch;
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
@@ -154,7 +158,6 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       if (err instanceof PreparationOvertaken) return;
       throw err;
     }
-    metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
     let sizer = partSizers.get(batch.partition);
     if (!sizer) partSizers.set(batch.partition, (sizer = createPartSizer(sessionTimeoutMs / 6)));
     for (let start = 0; start < batch.messages.length; ) {
@@ -232,10 +235,20 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   };
 
 
+  // A partition paused while the API is unavailable is not counted as stalled. A restart drops the
+  // transactional producers (the next batch prepares anew: fence, barrier, catch-up) and the consumer.
+  const watched = watchConsumerStage(deps.watch, {
+    stage: 'fetcher',
+    kafka,
+    groupId: deps.groupId,
+    async restart() {
+      await Promise.all([owner.reset().catch((err: unknown) => log.warn('closing the partition producers failed', { err: errorMessage(err) })), supervisor.running?.restart()]);
+    },
+  });
   supervisor.running = await startSupervisedConsumer({
     name: 'enricher.fetcher',
     create: () =>
-      kafka.consumer({
+      watched.attach(kafka.consumer({
         groupId: deps.groupId,
         readUncommitted: false,
         sessionTimeout: sessionTimeoutMs,
@@ -246,7 +259,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
         // burst) land in one batch and share one fetch. A busy load fills it sooner, a backlog
         // at once, so the wait shrinks as the load grows.
         ...(coalesceMs > 0 ? { minBytes: COALESCE_MIN_BYTES, maxWaitTimeInMs: coalesceMs } : {}),
-      }),
+      })),
     async start(c) {
       owner.onGroupJoin(c);
       await c.connect();
@@ -271,6 +284,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
 
   return {
     async stop() {
+      await watched.stop();
       for (const timer of resumeTimers) clearTimeout(timer);
       resumeTimers.clear();
       await supervisor.running?.stop();

@@ -9,7 +9,7 @@ import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
 import { readMessageLimits } from '../kafka/message-limits.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
-import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
+import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
 import type { Health } from '../health.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
@@ -17,6 +17,8 @@ import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
 import { encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import type { WebhookRecord } from '../wire/webhook-record.js';
+import type { StageWatch } from '../watch/stall-watchdog.js';
+import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 
 export interface RouterDeps {
   kafka: Kafka;
@@ -27,6 +29,8 @@ export interface RouterDeps {
   internal: EnricherTopics;
   groupId: string;
   health: Health;
+  /** The process's stall watchdog: lag gauges, stall gauge, restarts. */
+  watch?: StageWatch;
 }
 
 /**
@@ -139,9 +143,19 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
 
   const admin = deps.kafka.admin();
   await admin.connect();
+  const supervised: { running?: SupervisedConsumer } = {};
+  const watched = watchConsumerStage(deps.watch, {
+    stage: 'router',
+    kafka: deps.kafka,
+    groupId: deps.groupId,
+    async restart() {
+      await replaceProducer();
+      await supervised.running?.restart();
+    },
+  });
   const consumer = await startSupervisedConsumer({
     name: 'enricher.router',
-    create: () => deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS }),
+    create: () => watched.attach(deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS })),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });
@@ -151,8 +165,10 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
     log: deps.log,
     health: deps.health,
   });
+  supervised.running = consumer;
   return {
     async stop() {
+      await watched.stop();
       await commits.flush();
       await consumer.stop();
       await producer.disconnect();

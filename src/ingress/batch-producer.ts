@@ -43,6 +43,13 @@ export interface BatchProducer {
   send(record: KeyedValue): Promise<void>;
   /** Value+key bytes of the records held until the broker acknowledges them (or they are dropped). */
   pendingBytes(): number;
+  /** Records the broker acknowledged so far. */
+  acknowledged(): number;
+  /**
+   * Gives up on the produce request in flight (its records time out as usual) and sends the next
+   * batch through a new producer: the stall watchdog's cure for a request that never ends.
+   */
+  restart(): void;
   /** Waits for the queued records and the produce request in flight, at most `maxWaitMs`. */
   drain(maxWaitMs: number): Promise<void>;
   disconnect(): Promise<void>;
@@ -88,6 +95,7 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
   let flushTimer: NodeJS.Timeout | undefined;
   let flushScheduled = false;
   let pendingBytes = 0;
+  let acknowledged = 0;
 
   const release = (p: Pending) => {
     if (p.released) return;
@@ -135,10 +143,12 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
     if (inFlight) return;
     const batch = takeBatch();
     if (batch.length === 0) return;
-    inFlight = produce(batch).finally(() => {
-      inFlight = undefined;
+    const request: Promise<void> = produce(batch).finally(() => {
+      // A restart may have given this request up and started another meanwhile.
+      if (inFlight === request) inFlight = undefined;
       schedule();
     });
+    inFlight = request;
   };
 
   const produce = async (batch: Pending[]): Promise<void> => {
@@ -147,6 +157,7 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
       if (!connected) await reconnect();
       await producer.send({ topic, acks: -1, timeout: options.timeoutMs, messages: batch.map((p) => p.record) });
       for (const p of batch) settle(p);
+      acknowledged += batch.length;
     } catch (err) {
       log.warn('kafka write failed', { topic, records: batch.length, err: errorMessage(err) });
       // kafkajs rolls its sequence numbers back when a produce request fails. If that request did
@@ -200,6 +211,12 @@ export function createBatchProducer(options: BatchProducerOptions): BatchProduce
       });
     },
     pendingBytes: () => pendingBytes,
+    acknowledged: () => acknowledged,
+    restart() {
+      connected = false;
+      inFlight = undefined;
+      schedule();
+    },
     async drain(maxWaitMs) {
       const deadline = Date.now() + maxWaitMs;
       while ((inFlight || queue.some((p) => !p.settled)) && Date.now() < deadline) {

@@ -13,7 +13,8 @@ import type { Running } from '../lifecycle.js';
 import type { Logger } from '../log.js';
 import { mountMetrics, mountPublicProbes, startOpsServer, type RunningOpsServer } from '../ops-server.js';
 import type { Registry } from '../registry/registry.js';
-import { createBatchProducer } from './batch-producer.js';
+import { createBatchProducer, type BatchProducer } from './batch-producer.js';
+import type { StageWatch } from '../watch/stall-watchdog.js';
 import { createIngressMetrics } from './ingress-metrics.js';
 import { WEBHOOK_SCHEMA_FILE, valueSubject } from '../wire/schemas.js';
 import { webhookPathToken } from './webhook-path.js';
@@ -26,6 +27,8 @@ export interface IngressDeps {
   health: Health;
   /** The process's shared Prometheus registry (src/metrics.ts). */
   metrics: MetricsRegistry;
+  /** The process's stall watchdog. */
+  watch?: StageWatch;
 }
 
 /** The configuration the ingress reads, plus tuning knobs that have sound defaults. */
@@ -61,6 +64,26 @@ export interface RunningIngress extends Running {
   url: string;
   /** Base URL of the ops server (healthz, readyz with reasons, metrics), when OPS_PORT is set. */
   opsUrl?: string;
+}
+
+/**
+ * The ingress under the stall watchdog: its work waiting is the bytes of accepted webhooks not yet
+ * acknowledged by the broker, its progress each acknowledgement.
+ */
+function watchIngress(watch: StageWatch | undefined, producer: BatchProducer): () => void {
+  if (!watch) return () => undefined;
+  let seen = producer.acknowledged();
+  return watch.watch({
+    stage: 'ingress',
+    sample() {
+      const acknowledged = producer.acknowledged();
+      const progressed = acknowledged > seen;
+      seen = acknowledged;
+      const pendingBytes = producer.pendingBytes();
+      return Promise.resolve({ lag: pendingBytes, progressed, waitingFor: { kafkaAckOfBytes: pendingBytes } });
+    },
+    restart: () => Promise.resolve(producer.restart()),
+  });
 }
 
 /** Batches stay below the broker's default message.max.bytes (1 MiB) with room for framing. */
@@ -118,9 +141,11 @@ export async function startIngress(deps: IngressDeps, config: IngressConfig): Pr
     if (config.opsPort !== undefined) ops = await startOps(deps, config.opsPort, config.host ?? '0.0.0.0');
     const server = await listen(dispatch(app, tracked, tokenConfigured, isStopping), config.ingressPort, config.host ?? '0.0.0.0', config);
     const port = (server.address() as AddressInfo).port;
+    const unwatch = watchIngress(deps.watch, producer);
     log.info('ingress listening', { port, opsPort: ops?.port, topic, schemaId, tokenInPath: tokenConfigured });
 
     const stop = async () => {
+      unwatch();
       deps.health.setCondition('ingress', 'shutting down');
       if (config.ingressShutdownDelayMs > 0) {
         // Kubernetes removes a stopping pod from its Service's endpoints at the same time as it

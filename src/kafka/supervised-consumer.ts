@@ -7,8 +7,17 @@ import { backoffDelayMs } from '../retry.js';
 export interface SupervisedConsumer {
   /** The consumer instance running now (it changes after a replacement). */
   current(): Consumer;
+  /**
+   * Replaces the running instance now (the stall watchdog's cure). The old one is disconnected,
+   * waiting at most RESTART_DISCONNECT_MS: a batch handler that never returns holds kafkajs's
+   * disconnect for ever, and its member then leaves the group when its session times out.
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** How long a restart waits for the old instance to disconnect before starting the new one. */
+export const RESTART_DISCONNECT_MS = 10_000;
 
 export interface SupervisedConsumerOptions {
   /** Health condition name; set while the consumer is down, cleared when it joins its group. */
@@ -70,6 +79,21 @@ export async function startSupervisedConsumer(options: SupervisedConsumerOptions
   await launch(consumer);
   return {
     current: () => consumer,
+    async restart() {
+      if (stopped) return;
+      const old = consumer;
+      consumer = options.create();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([old.disconnect().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, RESTART_DISCONNECT_MS)))]);
+      clearTimeout(timer);
+      if (stopped) return;
+      try {
+        await launch(consumer);
+      } catch (err) {
+        options.log.warn('replacement consumer failed to start, retrying', { consumer: options.name, err: errorMessage(err) });
+        replace();
+      }
+    },
     async stop() {
       stopped = true;
       await consumer.disconnect();

@@ -96,7 +96,6 @@ export function createBatchHandler(ctx: BatchHandlerContext) {
     // Offsets move only after the database COMMIT and the dead letters (the at-least-once edge).
     resolveOffset(last.offset);
     await ctx.commits.commit(payload);
-    ctx.metrics.lag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(batch.offsetLag())));
   };
 }
 

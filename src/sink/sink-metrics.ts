@@ -8,7 +8,6 @@ export interface SinkMetrics {
   alreadyStored: Counter;
   batchSize: Histogram<'topic'>;
   commitLatency: Histogram;
-  lag: Gauge<'topic' | 'partition'>;
   deadLetters: Counter<'topic' | 'error_class'>;
   /** Counts letters sent, in billing_loader_dead_letters_total{stage="sink"} (deadLetters is counted per letter by the caller). */
   allDeadLetters: (letters: readonly DeadLetter[]) => void;
@@ -28,7 +27,6 @@ export function createSinkMetrics(registry: Registry): SinkMetrics {
     alreadyStored: new Counter({ name: 'billing_loader_sink_already_stored_total', help: 'Snapshot records skipped because the same version with the same content was already stored (replays)', registers }),
     batchSize: new Histogram({ name: 'billing_loader_sink_batch_size', help: 'Records per batch written in one transaction', labelNames: ['topic'], buckets: [1, 10, 50, 100, 500, 1000, 2500, 5000, 10000, 25000], registers }),
     commitLatency: new Histogram({ name: 'billing_loader_sink_commit_latency_seconds', help: 'Duration of one batch transaction, BEGIN to COMMIT, in seconds', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers }),
-    lag: new Gauge({ name: 'billing_loader_sink_consumer_lag', help: 'Records between the last committed record and the partition end, per input partition', labelNames: ['topic', 'partition'], registers }),
     deadLetters: new Counter({ name: 'billing_loader_sink_dead_letters_total', help: 'Records sent to a DLQ, by DLQ topic and error class', labelNames: ['topic', 'error_class'], registers }),
     allDeadLetters: (letters) => allDeadLetters('sink', letters),
     versionGaps: new Counter({ name: 'billing_loader_sink_version_gaps_total', help: 'Snapshots written whose version was not the stored maximum + 1 (an upstream bug)', labelNames: ['resource_type'], registers }),

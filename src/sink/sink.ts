@@ -17,10 +17,12 @@ import { createCommitThrottle } from '../kafka/commit-throttle.js';
 import { createDeadLetterWriter } from '../kafka/dead-letters.js';
 import { readMessageLimits } from '../kafka/message-limits.js';
 import { createRenewingProducer } from '../kafka/renewing-producer.js';
-import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
+import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
 import { createSinkMetrics } from './sink-metrics.js';
 import { startDeadLetterRecorder } from './dead-letter-recorder.js';
+import type { StageWatch } from '../watch/stall-watchdog.js';
+import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 
 export interface SinkDeps {
   log: Logger;
@@ -30,6 +32,8 @@ export interface SinkDeps {
   kafka?: Kafka;
   registry?: Registry;
   pool?: pg.Pool;
+  /** The process's stall watchdog: lag gauges, stall gauge, restarts. */
+  watch?: StageWatch;
 }
 
 export interface SinkOptions {
@@ -100,10 +104,21 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     log,
     stopping: stopping.signal,
   });
+  const supervised: { running?: SupervisedConsumer } = {};
+  const watched = watchConsumerStage(deps.watch, {
+    stage: 'sink',
+    kafka,
+    groupId,
+    async restart() {
+      // A disconnected renewing producer connects a new one at its next send.
+      await producer.disconnect().catch(() => undefined);
+      await supervised.running?.restart();
+    },
+  });
   const consumer = await startSupervisedConsumer({
     name: 'sink-consumer',
     create: () =>
-      kafka.consumer({
+      watched.attach(kafka.consumer({
         groupId,
         maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
         maxBytes: 32 * 1024 * 1024,
@@ -112,7 +127,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         heartbeatInterval: 3000,
         // The enricher publishes snapshots in Kafka transactions: never read an aborted one.
         readUncommitted: false,
-      }),
+      })),
     async start(c) {
       c.on(c.events.CRASH, ({ payload }) => log.error('sink consumer crashed', { err: payload.error, restart: payload.restart }));
       await c.connect();
@@ -122,6 +137,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
     log,
     health: deps.health,
   });
+  supervised.running = consumer;
   const deadLetterRecorder = await startDeadLetterRecorder({ kafka, registry, pool, schema: config.databaseSchema, topics: [names.webhooksDlq, names.snapshotsDlq], groupId: `${groupId}.dead-letters`, log, health: deps.health });
   log.info('sink started', { groupId, topics: [names.snapshots, names.webhooks], schema: config.databaseSchema });
 
@@ -131,6 +147,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
       stopped ??= (async () => {
         deps.health.setCondition('sink-consumer', 'stopping');
         stopping.abort();
+        await watched.stop();
         await commits.flush();
         // stop() waits for the batch in flight, which commits at once when the consumer stops.
         await consumer.stop();

@@ -242,7 +242,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
         const probes = await Promise.all(names.map(async (name) => {
           const url = `http://127.0.0.1:${ports.get(name) ?? 0}`;
           const said = async (path: string) => fetch(`${url}${path}`).then(async (r) => `${r.status} ${await r.text()}`, (e: unknown) => errorMessage(e));
-          const counters = (await said('/metrics')).split('\n').filter((l) => !l.startsWith('#') && /(fetch_requests_total|consumer_lag|delayed_forwarded_total|versions_total|webhooks_total|rows_written_total)/.test(l));
+          const counters = (await said('/metrics')).split('\n').filter((l) => !l.startsWith('#') && /(fetch_requests_total|consumer_group_lag|stage_stalled_seconds|delayed_forwarded_total|versions_total|webhooks_total|rows_written_total)/.test(l));
           return `probe ${name}: readyz ${await said('/readyz')}\n${counters.join('\n')}`;
         }));
         throw new Error(`${errorMessage(err)}\n${standing}\n${probes.join('\n')}\n${run.logs()}`, { cause: err });

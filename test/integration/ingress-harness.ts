@@ -7,6 +7,8 @@ import { createKafka } from '../../src/kafka/client.js';
 import { topicNames } from '../../src/wire/topics.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
+import { startStageWatch, type WatchdogSettings } from '../../src/watch/stall-watchdog.js';
+import { createWatchMetrics } from '../../src/watch/watch-metrics.js';
 import { createRegistry, type Registry } from '../../src/registry/registry.js';
 import { testConfig, uniqueSuffix } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -37,7 +39,7 @@ export interface TestIngress {
 }
 
 /** An ingress on a free loopback port, against the real test Kafka and registry, with its own topics. */
-export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env: Record<string, string> = {}, options: { quiet?: boolean } = {}): Promise<TestIngress> {
+export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env: Record<string, string> = {}, options: { quiet?: boolean; watch?: WatchdogSettings } = {}): Promise<TestIngress> {
   const config = testConfig(env);
   // The token is a secret, so non-enumerable in Config: a spread leaves it out unless named.
   // quiet: for tests that break Kafka on purpose, where kafkajs's connection errors are expected noise.
@@ -46,7 +48,9 @@ export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env:
   const registry = createRegistry(config.schemaRegistryUrl);
   const health = createHealth();
   const metrics = createMetrics();
-  const ingress = await startIngress({ log, kafka, registry, health, metrics }, { ...config, ingressTokens: config.ingressTokens, ingressPort: 0, host: '127.0.0.1', ...tuning });
+  // watch: the ingress under a stall watchdog of these settings (stopped with the ingress).
+  const watch = options.watch ? startStageWatch({ log, health, metrics: createWatchMetrics(metrics), settings: options.watch }) : undefined;
+  const ingress = await startIngress({ log, kafka, registry, health, metrics, ...(watch ? { watch } : {}) }, { ...config, ingressTokens: config.ingressTokens, ingressPort: 0, host: '127.0.0.1', ...tuning });
   const topic = topicNames(config.topicPrefix).webhooks;
   let stopped = false;
 
@@ -97,6 +101,7 @@ export async function startTestIngress(tuning: Partial<IngressConfig> = {}, env:
     async stop() {
       if (stopped) return;
       stopped = true;
+      watch?.stop();
       await ingress.stop();
     },
   };

@@ -1,0 +1,131 @@
+import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { WatchMetrics } from './watch-metrics.js';
+
+/** One partition a process owns in a consumer group, as of the last check. */
+export interface PartitionLag {
+  topic: string;
+  partition: number;
+  /** The group's committed offset (-1: nothing committed yet). */
+  committed: string;
+  /** The partition's last stable offset: the end a read_committed consumer can reach. */
+  end: string;
+  lag: number;
+  /** Paused by the stage on purpose (a delayed reread not due yet, an API outage): waiting is its job. */
+  paused: boolean;
+}
+
+export interface GroupSample {
+  partitions: PartitionLag[];
+  /** Records waiting on partitions that are not paused. */
+  lag: number;
+  /** Whether any partition's committed offset moved forward since the previous sample. */
+  progressed: boolean;
+}
+
+export interface GroupLag {
+  /** Follows `consumer`'s assignment from now on (each instance a supervisor creates is attached). Returns it. */
+  attach(consumer: Consumer): Consumer;
+  /** Reads committed offsets and partition ends of the assigned partitions and sets their gauges. */
+  sample(): Promise<GroupSample>;
+  /** Removes every gauge of the group and closes the admin client. */
+  close(): Promise<void>;
+}
+
+type Assignment = Map<string, number[]>;
+
+/**
+ * The lag of one consumer group, for the partitions this process owns. The assignment comes
+ * from the consumer's GROUP_JOIN events: a partition not in the new assignment is revoked, and
+ * its gauge goes. While a rebalance is under way the previous assignment is kept, so a consumer
+ * that cannot get back into its group still shows the lag it left behind. Offsets are read
+ * through an admin client of its own, so the numbers move whether or not batches arrive.
+ */
+export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: string; metrics: WatchMetrics }): GroupLag {
+  const { groupId, stage, metrics } = options;
+  let current: Consumer | undefined;
+  let assignment: Assignment = new Map();
+  let admin: Admin | undefined;
+  let connecting: Promise<void> | undefined;
+  const lastCommitted = new Map<string, bigint>();
+  const labels = (topic: string, partition: number) => ({ stage, group: groupId, topic, partition: String(partition) });
+
+  const assign = (next: Assignment) => {
+    for (const [topic, partitions] of assignment) {
+      const kept = new Set(next.get(topic) ?? []);
+      for (const p of partitions) {
+        if (kept.has(p)) continue;
+        metrics.lag.remove(labels(topic, p));
+        lastCommitted.delete(`${topic}:${p}`);
+      }
+    }
+    assignment = next;
+  };
+
+  const connected = async (): Promise<Admin> => {
+    if (!admin) {
+      const created = options.kafka.admin();
+      admin = created;
+      connecting = created.connect().catch((err: unknown) => {
+        admin = undefined;
+        throw err;
+      });
+    }
+    await connecting;
+    return admin as Admin;
+  };
+
+  return {
+    attach(consumer) {
+      current = consumer;
+      consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+        if (consumer !== current) return;
+        assign(new Map(Object.entries(payload.memberAssignment).map(([topic, partitions]) => [topic, [...partitions]])));
+      });
+      return consumer;
+    },
+    async sample() {
+      const owned = assignment;
+      const topics = [...owned.keys()];
+      if (topics.length === 0) return { partitions: [], lag: 0, progressed: false };
+      const client = await connected();
+      const [committed, ends] = await Promise.all([
+        client.fetchOffsets({ groupId, topics }),
+        Promise.all(topics.map(async (topic) => [topic, await client.fetchTopicOffsets(topic)] as const)),
+      ]);
+      if (owned !== assignment) return { partitions: [], lag: 0, progressed: true };
+      const paused = new Set((current?.paused() ?? []).flatMap(({ topic, partitions }) => partitions.map((p) => `${topic}:${p}`)));
+      const endOf = new Map<string, { offset: string; low: string }>(ends.flatMap(([topic, offsets]) => offsets.map((o) => [`${topic}:${o.partition}`, o] as const)));
+      const committedOf = new Map<string, string>(committed.flatMap((t) => t.partitions.map((p) => [`${t.topic}:${p.partition}`, p.offset] as const)));
+      const partitions: PartitionLag[] = [];
+      let lag = 0;
+      let progressed = false;
+      for (const [topic, owns] of owned) {
+        for (const partition of owns) {
+          const key = `${topic}:${partition}`;
+          const end = endOf.get(key);
+          if (!end) continue;
+          const at = committedOf.get(key) ?? '-1';
+          // Nothing committed yet: the group starts at the log start (every group here reads from the beginning).
+          const from = BigInt(at) < 0n ? BigInt(end.low) : BigInt(at);
+          const behind = BigInt(end.offset) - from;
+          const records = Number(behind > 0n ? behind : 0n);
+          const previous = lastCommitted.get(key);
+          if (previous !== undefined && from > previous) progressed = true;
+          lastCommitted.set(key, from);
+          const isPaused = paused.has(key);
+          metrics.lag.set(labels(topic, partition), records);
+          partitions.push({ topic, partition, committed: at, end: end.offset, lag: records, paused: isPaused });
+          if (!isPaused) lag += records;
+        }
+      }
+      return { partitions, lag, progressed };
+    },
+    async close() {
+      assign(new Map());
+      current = undefined;
+      const client = admin;
+      admin = undefined;
+      await client?.disconnect().catch(() => undefined);
+    },
+  };
+}
