@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { deadLetterCounter } from '../kafka/dead-letter-metrics.js';
 import type { DeadLetter } from '../wire/dead-letter.js';
 
