@@ -58,7 +58,7 @@ describe('shutdown deadline', () => {
       );
       child.kill('SIGTERM');
       expect(await exited).toBe(1);
-      expect(stderr).toMatch(/"graceMs":1500[^\n]*"msg":"shutdown grace period exceeded, exiting"/);
+      expect(stderr).toMatch(/"timeoutMs":1500[^\n]*"msg":"shutdown timeout exceeded, exiting"/);
       expect(stderr).not.toContain('"msg":"stopped"');
     } finally {
       await locker.query('ROLLBACK');
