@@ -13,18 +13,27 @@ export interface ResourceTypeInfo {
   table: string;
   /** Default path under {base_url}/api/v1/, without the id. */
   path: string;
+  /**
+   * How the list endpoint pages (docs/BILLING-API.md): `cursor` = `?from=<Id>&take=` (stable,
+   * `from` inclusive), `skip` = `?skip=&take=` only (the service refuses skip past 1000), `none` =
+   * no list endpoint is known, so backfill cannot read the type.
+   */
+  paging: 'cursor' | 'skip' | 'none';
 }
 
 export const RESOURCE_TYPE_INFO: Readonly<Record<ResourceType, ResourceTypeInfo>> = Object.freeze({
-  Contract: { table: 'contract', path: 'Contracts' },
-  Customer: { table: 'customer', path: 'Customers' },
-  Order: { table: 'order', path: 'Orders' },
-  Invoice: { table: 'invoice', path: 'Invoices' },
-  InvoiceDraft: { table: 'invoice_draft', path: 'InvoiceDrafts' },
-  Dunning: { table: 'dunning', path: 'Dunnings' },
-  PaymentTransaction: { table: 'payment_transaction', path: 'PaymentTransactions' },
-  PaymentEscalationProcess: { table: 'payment_escalation_process', path: 'PaymentEscalationProcesses' },
+  Contract: { table: 'contract', path: 'Contracts', paging: 'cursor' },
+  Customer: { table: 'customer', path: 'Customers', paging: 'cursor' },
+  Order: { table: 'order', path: 'Orders', paging: 'cursor' },
+  Invoice: { table: 'invoice', path: 'Invoices', paging: 'cursor' },
+  InvoiceDraft: { table: 'invoice_draft', path: 'InvoiceDrafts', paging: 'skip' },
+  Dunning: { table: 'dunning', path: 'Dunnings', paging: 'cursor' },
+  PaymentTransaction: { table: 'payment_transaction', path: 'PaymentTransactions', paging: 'cursor' },
+  PaymentEscalationProcess: { table: 'payment_escalation_process', path: 'PaymentEscalationProcesses', paging: 'none' },
 });
+
+/** The types backfill can list (a list endpoint is known). */
+export const LISTABLE_TYPES: readonly ResourceType[] = RESOURCE_TYPES.filter((t) => RESOURCE_TYPE_INFO[t].paging !== 'none');
 
 export function isResourceType(name: string): name is ResourceType {
   return (RESOURCE_TYPES as readonly string[]).includes(name);
