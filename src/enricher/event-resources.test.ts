@@ -23,6 +23,7 @@ const record = (event: string, fields: Partial<WebhookRecord> = {}): WebhookReco
   expiry_date: null,
   due_date: null,
   trigger_days: null,
+  entity_id: null,
   extra_fields: '{}',
   ...fields,
 });
