@@ -129,6 +129,12 @@ function apiPath(raw: string): string {
   return segments.join('/');
 }
 
+/** An HTTP header value: visible ASCII, no separators that could start another header. */
+function headerValue(raw: string): string {
+  if (!/^[\x21-\x7e]{1,256}$/.test(raw)) throw new Invalid(`expected 1-256 visible ASCII characters, got '${raw}'`);
+  return raw;
+}
+
 function bool(raw: string): boolean {
   const v = raw.toLowerCase();
   if (v === 'true') return true;
@@ -189,6 +195,7 @@ export const options = {
   billingApiBurst: optional({ env: 'BILLING_API_BURST', description: 'request budget: requests allowed at once after an idle period (default: one second of BILLING_API_REQUESTS_PER_SECOND)', parse: positiveInt }),
   billingApiMaxConcurrency: defaulted({ env: 'BILLING_API_MAX_CONCURRENCY', description: 'request budget: most billing API requests in flight at once', defaultText: '8', default: () => 8, parse: positiveInt }),
   billingApiTimeoutMs: defaulted({ env: 'BILLING_API_TIMEOUT_MS', description: 'time limit of one billing API request, in milliseconds', defaultText: '10000', default: () => 10_000, parse: positiveInt }),
+  billingLegalEntityId: optional({ env: 'BILLING_LEGAL_ENTITY_ID', description: 'the legal entity to act for, sent as X-SELECTED-LEGAL-ENTITY-ID on every billing API request (accounts with an entity hierarchy need it; unset: not sent)', parse: headerValue }),
   billingApiMaxAttempts: defaulted({ env: 'BILLING_API_MAX_ATTEMPTS', description: 'attempts per billing API call (429, 5xx, timeouts) before the call fails as retriable', defaultText: '6', default: () => 6, parse: positiveInt }),
   billingPathContract: defaulted({ env: 'BILLING_PATH_CONTRACT', description: 'path of contracts under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Contract.path, default: () => RESOURCE_TYPE_INFO.Contract.path, parse: apiPath }),
   billingPathCustomer: defaulted({ env: 'BILLING_PATH_CUSTOMER', description: 'path of customers under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Customer.path, default: () => RESOURCE_TYPE_INFO.Customer.path, parse: apiPath }),
@@ -235,7 +242,7 @@ export const SETTINGS_OF = {
   database: ['databaseUrl', 'databaseSchema'],
   billingApi: [
     'billingApiUrl', 'billingAuthUrl', 'billingClientId', 'billingClientSecret', 'billingUsername', 'billingPassword',
-    'billingApiRequestsPerSecond', 'billingApiBurst', 'billingApiMaxConcurrency', 'billingApiTimeoutMs', 'billingApiMaxAttempts',
+    'billingApiRequestsPerSecond', 'billingApiBurst', 'billingApiMaxConcurrency', 'billingApiTimeoutMs', 'billingApiMaxAttempts', 'billingLegalEntityId',
     'billingPathContract', 'billingPathCustomer', 'billingPathOrder', 'billingPathInvoice', 'billingPathInvoiceDraft', 'billingPathDunning',
     'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess',
   ],

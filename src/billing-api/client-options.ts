@@ -28,6 +28,7 @@ export function billingApiClientOptions(config: Config): BillingApiClientOptions
     maxConcurrency: config.billingApiMaxConcurrency,
     requestTimeoutMs: config.billingApiTimeoutMs,
     maxAttempts: config.billingApiMaxAttempts,
+    ...(config.billingLegalEntityId !== undefined ? { legalEntityId: config.billingLegalEntityId } : {}),
     paths,
   };
 }

@@ -37,6 +37,8 @@ export interface BillingApiClientOptions {
   maxBackoffMs?: number;
   /** Longest Retry-After waited in-process, in milliseconds; a longer one fails the call at once with ApiUnavailableError.retryAfterMs. Default 60000. */
   maxRetryAfterMs?: number;
+  /** Sent as `X-SELECTED-LEGAL-ENTITY-ID` on every resource and list request (accounts with an entity hierarchy need it). Default: not sent. */
+  legalEntityId?: string;
   /** Path of each resource type under `/api/v1/`. Default RESOURCE_TYPE_INFO paths (docs/CONTRACT.md). */
   paths?: Partial<Record<ResourceType, string>>;
   /** Default silent. Never receives tokens or secrets. */
@@ -107,13 +109,14 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
   const maxAttempts = options.maxAttempts ?? 6;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const typePath = (type: ResourceType): string => options.paths?.[type] ?? RESOURCE_TYPE_INFO[type].path;
+  const entityHeader: Record<string, string> = options.legalEntityId !== undefined ? { 'x-selected-legal-entity-id': options.legalEntityId } : {};
 
   /** One logical call: attempts, token renewal on 401, and the verdict on every status. */
   async function call(path: string, endpoint: 'resource' | 'list', context: ErrorContext, signal: AbortSignal | undefined): Promise<HttpResponse> {
     let renewed = false;
     const attempt = async (bail: (err: unknown) => never): Promise<HttpResponse> => {
       const token = await tokens.get();
-      const res = await send({ origin: api.origin, path, method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, endpoint, resourceType: context.resourceType ?? '', signal });
+      const res = await send({ origin: api.origin, path, method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...entityHeader }, endpoint, resourceType: context.resourceType ?? '', signal });
       const ctx = { ...context, status: res.status };
       // The same answer on every attempt: the API's address or the service's setup is wrong, not the identifier.
       if (res.status >= 300 && res.status < 400) bail(new ApiAuthError(`the billing API answered a redirect the loader does not follow (${res.redirectRefused ?? `HTTP ${res.status}`}); check BILLING_API_URL`, { context: ctx }));

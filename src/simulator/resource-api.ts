@@ -19,13 +19,18 @@ const SKIP_ONLY: ReadonlySet<ResourceType> = new Set<ResourceType>(['InvoiceDraf
  * `access_token` query parameter (spec 5.2). Error bodies are `{"Message": "..."}`: the spec
  * shows no error format (section 7), this one is an assumption.
  */
-export function resourceRouter(deps: { store: TruthStore; issuer: TokenIssuer; presentation: () => PresentationOptions; random: SeededRandom }): Router {
+export function resourceRouter(deps: { store: TruthStore; issuer: TokenIssuer; presentation: () => PresentationOptions; random: SeededRandom; legalEntityId?: string }): Router {
   const router = express.Router({ caseSensitive: false });
   router.use((req, res, next) => {
     const token = bearerToken(req);
     if (!token || !deps.issuer.isValid(token)) {
       res.set('WWW-Authenticate', `Bearer realm="billing sandbox"${token ? ', error="invalid_token"' : ''}`);
       return void res.status(401).json({ Message: 'Authorization has been denied for this request.' });
+    }
+    // An account with an entity hierarchy needs the entity named on every request (documented:
+    // "only required with Entity Hierarchy"); the status of a request without it is assumed.
+    if (deps.legalEntityId !== undefined && req.get('x-selected-legal-entity-id') !== deps.legalEntityId) {
+      return void res.status(403).json({ Message: 'This account has an entity hierarchy: select a legal entity with X-SELECTED-LEGAL-ENTITY-ID.' });
     }
     next();
   });
