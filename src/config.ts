@@ -204,7 +204,7 @@ export const options = {
   billingPathInvoiceDraft: defaulted({ env: 'BILLING_PATH_INVOICE_DRAFT', description: 'path of invoice drafts under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.InvoiceDraft.path, default: () => RESOURCE_TYPE_INFO.InvoiceDraft.path, parse: apiPath }),
   billingPathDunning: defaulted({ env: 'BILLING_PATH_DUNNING', description: 'path of dunnings under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Dunning.path, default: () => RESOURCE_TYPE_INFO.Dunning.path, parse: apiPath }),
   billingPathPaymentTransaction: defaulted({ env: 'BILLING_PATH_PAYMENT_TRANSACTION', description: 'path of payment transactions under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentTransaction.path, default: () => RESOURCE_TYPE_INFO.PaymentTransaction.path, parse: apiPath }),
-  billingPathPaymentEscalationProcess: defaulted({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path of payment escalation processes under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, default: () => RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, parse: apiPath }),
+  billingPathPaymentEscalationProcess: optional({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path under {base_url}/api/v1/ of the escalation settings object a PaymentEscalated names (PaymentEscalationProcessId); unset: never read, since the service documents no such path', parse: apiPath }),
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
   ingressToken: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>)', parse: urlSegment, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
@@ -218,6 +218,7 @@ export const options = {
   enricherNotFoundWindowMs: defaulted({ env: 'ENRICHER_NOT_FOUND_WINDOW_MS', description: 'how long, in milliseconds, a resource the loader has never seen is read again while the API answers 404 (read-after-write lag) before it is given up to the DLQ', defaultText: '300000', default: () => 300_000, parse: nonNegativeInt }),
   enricherGoneConfirmMs: defaulted({ env: 'ENRICHER_GONE_CONFIRM_MS', description: 'wait, in milliseconds, before the second read that confirms a 404 of a resource with versions (only then is a deletion version written)', defaultText: '10000', default: () => 10_000, parse: nonNegativeInt }),
   enricherUnreadableAttempts: defaulted({ env: 'ENRICHER_UNREADABLE_ATTEMPTS', description: 'reads of a resource whose 2xx body is not a JSON object before its request is given up to the DLQ', defaultText: '5', default: () => 5, parse: positiveInt }),
+  enricherEscalationSettingsIntervalMs: defaulted({ env: 'ENRICHER_ESCALATION_SETTINGS_INTERVAL_MS', description: 'with BILLING_PATH_PAYMENT_ESCALATION_PROCESS set: the least time, in milliseconds, between two reads of one escalation settings object (every escalation names the same object)', defaultText: '3600000', default: () => 3_600_000, parse: nonNegativeInt }),
   enricherStateDir: defaulted({ env: 'ENRICHER_STATE_DIR', description: "directory of the enricher's local copy of its heads (one LMDB file per owned partition); kept across restarts, it spares reading the whole heads topic again; deleting it only costs one full read", defaultText: 'billing-loader-state in the OS temp directory', default: () => join(tmpdir(), 'billing-loader-state'), parse: str }),
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
@@ -249,7 +250,7 @@ export const SETTINGS_OF = {
   /** A long-running process: its ops port, logs and heap policy. */
   service: ['opsPort', 'logLevel', 'heapGrowthPercent'],
   ingress: ['ingressPort', 'ingressToken', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs'],
-  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
+  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherEscalationSettingsIntervalMs', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;
 

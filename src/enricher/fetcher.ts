@@ -20,6 +20,8 @@ import { groupRequests, planPart, type Pending, type ReadResult } from './part-p
 import { createPartPublisher } from './part-publisher.js';
 import { openHeadCache } from './head-cache.js';
 import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
+import { createReadThrottle } from './read-throttle.js';
+import { resourceKey } from '../billing-api/resource-types.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -42,6 +44,8 @@ export interface FetcherDeps {
   sessionTimeoutMs?: number;
   /** Where the local copy of the heads lives (ENRICHER_STATE_DIR). */
   stateDir: string;
+  /** Escalation settings objects: read at all, and at most once per id per `intervalMs`. Default not read. */
+  escalationSettings?: { read: boolean; intervalMs: number };
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
@@ -75,11 +79,17 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
   const heartbeatIntervalMs = Math.max(100, Math.floor(sessionTimeoutMs / 10));
   const partSizers = new Map<number, PartSizer>();
+  const escalationSettings = deps.escalationSettings ?? { read: false, intervalMs: 0 };
+  const throttle = createReadThrottle(escalationSettings.intervalMs);
 
   /** One read for all pending requests of a resource; a list page's body instead only where usablePrefetched allows it. */
   const readResource = async (pending: Pending[], head: StoredHead | undefined): Promise<ReadResult> => {
     const requests = pending.map((p) => p.request);
     const first = requests[0] as FetchRequest;
+    if (first.type === 'PaymentEscalationProcess' && !throttle.admit(resourceKey(first.type, first.id), Date.now(), head?.fetchedAt)) {
+      metrics.fetches.inc({ type: first.type, outcome: 'throttled' });
+      return { kind: 'skipped' };
+    }
     const prefetched = usablePrefetched(requests, head);
     if (prefetched) {
       metrics.fetches.inc({ type: first.type, outcome: 'prefetched' });
@@ -205,7 +215,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     deps.health.setCondition('billing-api', undefined);
 
     const decidedAt = Date.now();
-    const planned = planPart({ groups, results, heads: partitionHeads, rules: retryRules, decidedAt, source });
+    const planned = planPart({ groups, results, heads: partitionHeads, rules: retryRules, decidedAt, source, readEscalationSettings: escalationSettings.read });
     metrics.coalesced.inc(planned.coalesced);
     for (const r of planned.rereads) {
       metrics.rereads.inc({ type: r.type, reason: r.retry.reason });

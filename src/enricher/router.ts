@@ -27,6 +27,8 @@ export interface RouterDeps {
   internal: EnricherTopics;
   groupId: string;
   health: Health;
+  /** Route PaymentEscalationProcess ids to a read (only with BILLING_PATH_PAYMENT_ESCALATION_PROCESS set). Default false. */
+  readEscalationSettings?: boolean;
 }
 
 /**
@@ -101,7 +103,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
         letters.push(deadLetterFor(deps.topics.webhooksDlq, batch.topic, batch.partition, message, 'decode', err instanceof Error ? err.message : String(err)));
         continue;
       }
-      const refs = resourcesOf(record);
+      const refs = resourcesOf(record).filter((r) => deps.readEscalationSettings === true || r.type !== 'PaymentEscalationProcess');
       deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) ? record.event : 'unknown' });
       const keys = refs.map((r) => resourceKey(r.type, r.id));
       for (const ref of refs) {
