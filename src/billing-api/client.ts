@@ -84,6 +84,11 @@ export interface BillingApiClient {
   getResource(type: ResourceType, id: string, options?: CallOptions): Promise<FetchedResource>;
   /** Fetches one page of a type's resources, for the backfill. Rejects like getResource; a 404 is ApiRejectedError (wrong BILLING_PATH_*), and so is a refused `skip` (400). */
   listResources(type: ResourceType, page?: PageRequest, options?: CallOptions): Promise<ResourcePage>;
+  /**
+   * This process's fraction (0..1] of `requestsPerSecond` and `burst`: an enricher's share of a
+   * deployment-wide budget, by the request partitions it owns (docs/ARCHITECTURE.md).
+   */
+  setRequestShare(share: number): void;
   /** Closes the keep-alive connections; in-flight calls fail. */
   close(): Promise<void>;
 }
@@ -102,7 +107,7 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
   const metrics = createBillingApiMetrics(options.registry);
   const maxConcurrency = options.maxConcurrency ?? 8;
   const agent = new Agent({ connections: maxConcurrency, keepAliveTimeout: 30_000 });
-  const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency });
+  const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency, maxRateLimitPauseMs: options.maxRetryAfterMs ?? 60_000 });
   const send = followRedirects(createHttpSender({ dispatcher: agent, budget, timeoutMs: options.requestTimeoutMs ?? 10_000, metrics }));
   const tokens = createTokenProvider({ authUrl: options.authUrl, clientId: options.clientId, grant: options.grant, send, metrics, logger: log });
   const api = new URL(options.apiUrl);
@@ -127,7 +132,9 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
         case 'rate-limited': {
           const retryAfterMs = parseRetryAfterMs(res.headers['retry-after']);
           if (retryAfterMs !== undefined && retryAfterMs > maxRetryAfterMs) bail(new ApiUnavailableError(`the billing service asks to wait ${Math.ceil(retryAfterMs / 1000)} s (HTTP 429)`, { context: ctx, retryAfterMs }));
-          throw new TransientApiError('rate-limited (HTTP 429)', { reason: 'rate-limited', retryAfterMs: retryAfterMs ?? 1000, context: ctx });
+          // Without Retry-After (the service documents none) the budget's own growing pause holds
+          // every caller; the call itself backs off with jitter like after a 5xx.
+          throw new TransientApiError('rate-limited (HTTP 429)', { reason: 'rate-limited', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), context: ctx });
         }
         case 'retry':
           throw new TransientApiError(`server error (HTTP ${res.status})`, { reason: 'server-error', retryAfterMs: cap(parseRetryAfterMs(res.headers['retry-after']), maxRetryAfterMs), context: ctx });
@@ -182,6 +189,7 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
       const items = parseList(res.body, context);
       return { items, take, last: items.length < take };
     },
+    setRequestShare: (share) => budget.setShare(share),
     close: () => agent.close(),
   };
 }

@@ -44,6 +44,7 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
   const admin = deps.kafka.admin();
   await admin.connect();
   const specs = pipelineTopicSpecs(topics, config.topicPartitions);
+  let requestPartitions = 0;
   try {
     await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal, config.topicPartitions)]);
     await warnIfLogExpires(admin, [topics.webhooks, topics.snapshots], log);
@@ -52,6 +53,8 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     // The fetcher finds a resource's head in the heads partition numbered like its request partition.
     await assertCoPartitioned(admin, [internal.requests, internal.heads], (count) => `billing-loader repartition --partitions ${count}`);
     await assertKeysInPlace(deps.kafka, admin, internal.heads, 'billing-loader repartition');
+    const metadata = await admin.fetchTopicMetadata({ topics: [internal.requests] });
+    requestPartitions = metadata.topics[0]?.partitions.length ?? 0;
   } catch (err) {
     await admin.disconnect();
     throw err;
@@ -76,6 +79,7 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     stateDir: config.enricherStateDir,
     retryRules: { notFoundWindowMs: config.enricherNotFoundWindowMs, goneConfirmMs: config.enricherGoneConfirmMs, unreadableAttempts: config.enricherUnreadableAttempts },
     escalationSettings,
+    requestPartitions,
     ...options,
   });
   const forwarder = await startDelayForwarder({ ...deps, log, metrics, internal, groupId: delayForwarderGroupId(config.topicPrefix) });

@@ -21,6 +21,7 @@ import { createPartPublisher } from './part-publisher.js';
 import { openHeadCache } from './head-cache.js';
 import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
 import { createReadThrottle } from './read-throttle.js';
+import { requestShare } from '../billing-api/rate-limits.js';
 import { resourceKey } from '../billing-api/resource-types.js';
 
 export interface FetcherDeps {
@@ -44,6 +45,8 @@ export interface FetcherDeps {
   sessionTimeoutMs?: number;
   /** Where the local copy of the heads lives (ENRICHER_STATE_DIR). */
   stateDir: string;
+  /** Partitions of the request topic: an instance's share of the request budget is the fraction it owns. Unknown: no share is set. */
+  requestPartitions?: number;
   /** Escalation settings objects: read at all, and at most once per id per `intervalMs`. Default not read. */
   escalationSettings?: { read: boolean; intervalMs: number };
 }
@@ -259,6 +262,14 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       }),
     async start(c) {
       owner.onGroupJoin(c);
+      // BILLING_API_REQUESTS_PER_SECOND is the deployment's total: take the share of the partitions owned.
+      c.on(c.events.GROUP_JOIN, ({ payload }) => {
+        const owned = payload.memberAssignment[deps.internal.requests]?.length ?? 0;
+        const share = requestShare(owned, deps.requestPartitions ?? 0);
+        if (share === undefined || !deps.reader.setRequestShare) return;
+        deps.reader.setRequestShare(share);
+        log.info('request budget share set', { partitions: owned, of: deps.requestPartitions, share });
+      });
       await c.connect();
       await c.subscribe({ topic: deps.internal.requests, fromBeginning: true });
       await c.run({

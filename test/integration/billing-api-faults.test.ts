@@ -81,14 +81,15 @@ describe('billing API faults', () => {
     await expect(api.getResource('Contract', 'c1')).rejects.toBeInstanceOf(ApiUnavailableError);
   });
 
-  it('honours Retry-After on 429: a simulator limit far below the load still answers every request', async () => {
+  it('backs off on a storm of 429s without Retry-After: a simulator limit far below the load still answers every request', async () => {
     // With 5 ms backoffs and 6 attempts the calls would run out long before the limit allows them;
-    // only waiting as Retry-After says gets them all through.
+    // only the budget's growing pause after each 429 (full jitter, doubling) gets them all through.
     const registry = new Registry();
-    const { api, sim, contractId } = await simulated({ rateLimit: { requestsPerSecond: 4, burst: 2 } }, { registry });
-    const results = await Promise.all(Array.from({ length: 8 }, () => api.getResource('Contract', contractId)));
+    const { api, sim, contractId } = await simulated({ rateLimit: { requestsPerSecond: 4, burst: 2 } }, { registry, maxAttempts: 30 });
+    const results = await Promise.all(Array.from({ length: 12 }, () => api.getResource('Contract', contractId)));
     expect(results.every((r) => r.kind === 'found')).toBe(true);
     expect(sim.stats().requests.byRoute['GET /api/v1/Contracts/:id']?.['429']).toBeGreaterThan(0);
+    expect(sim.stats().requests.byRoute['GET /api/v1/Contracts/:id']?.['200']).toBe(12);
     expect(await counter(registry, 'billing_loader_api_rate_limited_total')).toBeGreaterThan(0);
   });
 
