@@ -18,6 +18,10 @@ export function billingApiClientOptions(config: Config): BillingApiClientOptions
     PaymentTransaction: config.billingPathPaymentTransaction,
     // Unset: the enricher never reads the type; the client keeps the default path for a caller that asks anyway.
     PaymentEscalationProcess: config.billingPathPaymentEscalationProcess ?? RESOURCE_TYPE_INFO.PaymentEscalationProcess.path,
+    Plan: config.billingPathPlan,
+    PlanVariant: config.billingPathPlanVariant,
+    PlanGroup: config.billingPathPlanGroup,
+    Component: config.billingPathComponent,
   };
   return {
     apiUrl,

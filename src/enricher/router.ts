@@ -13,7 +13,7 @@ import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
 import type { Health } from '../health.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
-import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
+import { CATALOG_EVENTS, KNOWN_EVENTS, resourcesOf } from './event-resources.js';
 import { encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import type { WebhookRecord } from '../wire/webhook-record.js';
@@ -104,7 +104,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
         continue;
       }
       const refs = resourcesOf(record).filter((r) => deps.readEscalationSettings === true || r.type !== 'PaymentEscalationProcess');
-      deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) ? record.event : 'unknown' });
+      deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) || CATALOG_EVENTS.includes(record.event) ? record.event : 'unknown' });
       const keys = refs.map((r) => resourceKey(r.type, r.id));
       for (const ref of refs) {
         const own = resourceKey(ref.type, ref.id);

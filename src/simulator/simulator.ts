@@ -10,6 +10,7 @@ import { presentBody, type PresentationOptions, type PropertyCase } from './body
 import type { WebhookPayload } from './event-names.js';
 import { NO_FAULTS, limitAndFaults, type FaultOptions } from './faults.js';
 import type { OperationContext } from './operation-context.js';
+import { CatalogOperations } from './catalog-operations.js';
 import { PaymentOperations } from './payment-operations.js';
 import { createRateLimiter, type RateLimitOptions, type RateLimiter } from './rate-limiter.js';
 import { RequestStats, type RequestCounts } from './request-stats.js';
@@ -93,6 +94,8 @@ export interface Simulator {
   readonly billing: BillingOperations;
   /** Billing, payment, escalation and dunning operations. */
   readonly payments: PaymentOperations;
+  /** The product catalog: plans, plan variants, plan group, components, and their changes. */
+  readonly catalog: CatalogOperations;
   stats(): SimulatorStats;
   /** Zeroes the request counters (not the token and webhook counters). */
   resetRequestStats(): void;
@@ -155,6 +158,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const ctx: OperationContext = { store, random: root.fork('scenario'), now: () => clock.now(), emit, legacyEvents: options.legacyEvents ?? true };
   const billing = new BillingOperations(ctx);
   const payments = new PaymentOperations(ctx);
+  const catalog = new CatalogOperations(ctx);
+  catalog.create();
   const clientId = options.clientId ?? 'sandbox-client';
   const clientSecret = options.clientSecret ?? randomBytes(18).toString('base64url');
   const users = options.users ?? [{ username: 'demo@example.com', password: 'sandbox-password' }];
@@ -175,6 +180,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     clientOptions: () => ({ apiUrl: sim.baseUrl, authUrl: sim.authUrl, clientId, grant: { kind: 'client_credentials', clientSecret } }),
     billing,
     payments,
+    catalog,
     stats: () => ({ requests: stats.snapshot(), tokenRequests: issuer.requests, tokensIssued: issuer.issued, events: emitted.length, webhooks: dispatcher.stats() }),
     resetRequestStats: () => stats.reset(),
     history: (type, id) => store.history(type, id),
