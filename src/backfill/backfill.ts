@@ -61,7 +61,7 @@ export class BackfillListError extends Error {}
  * page may be older than its latest version), so a second backfill creates nothing new.
  * Progress is saved after each page is acknowledged; a rerun resumes an unfinished type.
  *
- * Paging follows the service's documentation (docs/BILLING-API.md, "Lists"): a stable cursor
+ * Paging follows the service's documentation (docs/BILLING-API.md, assumption 5 "Paging"): a stable cursor
  * `from=<Id of the last object>` with `take`, the repeated object dropped, where the type has
  * one; `skip`/`take` otherwise (invoice drafts), stopping with an error when a page repeats one
  * already seen (the service's own client guards against that) or when the service refuses the

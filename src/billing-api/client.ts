@@ -51,7 +51,7 @@ export interface BillingApiClientOptions {
 export type FetchedResource = { kind: 'found'; body: string; status: number } | { kind: 'gone'; status: 404 | 410 };
 
 /**
- * One page of a resource list (docs/BILLING-API.md, "Lists"): `GET /api/v1/{Type}s?from=<Id>&take=`
+ * One page of a resource list (docs/BILLING-API.md, assumption 5 "Paging"): `GET /api/v1/{Type}s?from=<Id>&take=`
  * (a stable cursor, `from` inclusive, ordered by the service) or `?skip=&take=` where no cursor
  * exists. The service answers a bare JSON array; a page shorter than `take` is the last.
  */

@@ -89,7 +89,8 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const readResource = async (pending: Pending[], head: StoredHead | undefined): Promise<ReadResult> => {
     const requests = pending.map((p) => p.request);
     const first = requests[0] as FetchRequest;
-    if (first.type === 'PaymentEscalationProcess' && !throttle.admit(resourceKey(first.type, first.id), Date.now(), head?.fetchedAt)) {
+    // Without a configured path none is read, not even a request queued before (docs/ARCHITECTURE.md).
+    if (first.type === 'PaymentEscalationProcess' && !(escalationSettings.read && throttle.admit(resourceKey(first.type, first.id), Date.now(), head?.fetchedAt))) {
       metrics.fetches.inc({ type: first.type, outcome: 'throttled' });
       return { kind: 'skipped' };
     }
