@@ -1,4 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
+import { silentLogger } from '../../src/log.js';
+import { encodeFetchRequest } from '../../src/wire/fetch-request.js';
+import { enricherTopics } from '../../src/wire/topics.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { startEnricherHarness, type EnricherHarness } from './enricher-harness.js';
 
@@ -38,6 +42,20 @@ describe('escalation settings reads', () => {
     await settled(h);
     expect(h.sim.stats().requests.byRoute[PROCESS_READS]).toBeUndefined();
     expect(h.versionsOf('PaymentEscalationProcess', processId)).toEqual([]);
+    expect(h.deadLetters).toEqual([]);
+  });
+
+  it('by default a request for one already queued (from before an upgrade) is not read either', async () => {
+    h = await startEnricherHarness();
+    const { processId } = await escalated(h);
+    await settled(h);
+    h.sim.resetRequestStats();
+    const producer = createKafka({ brokers: h.config.kafkaBrokers, clientId: 'queued-request', log: silentLogger }).producer({ createPartitioner: defaultPartitioner });
+    await producer.connect();
+    await producer.send({ topic: enricherTopics(h.config.topicPrefix).requests, acks: -1, messages: [encodeFetchRequest({ type: 'PaymentEscalationProcess', id: processId, eventId: null, event: null, receivedAt: Date.now(), source: null })] });
+    await producer.disconnect();
+    await h.flushEnricher();
+    expect(h.sim.stats().requests.byRoute[PROCESS_READS]).toBeUndefined();
     expect(h.deadLetters).toEqual([]);
   });
 
