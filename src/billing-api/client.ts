@@ -107,7 +107,8 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
   const metrics = createBillingApiMetrics(options.registry);
   const maxConcurrency = options.maxConcurrency ?? 8;
   const agent = new Agent({ connections: maxConcurrency, keepAliveTimeout: 30_000 });
-  const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency, maxRateLimitPauseMs: options.maxRetryAfterMs ?? 60_000 });
+  const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency, maxRateLimitPauseMs: options.maxRetryAfterMs ?? 60_000, onRateChange: (rate) => metrics.budgetRate.set(rate) });
+  metrics.budgetRate.set(budget.currentRate());
   const send = followRedirects(createHttpSender({ dispatcher: agent, budget, timeoutMs: options.requestTimeoutMs ?? 10_000, metrics }));
   const tokens = createTokenProvider({ authUrl: options.authUrl, clientId: options.clientId, grant: options.grant, send, metrics, logger: log });
   const api = new URL(options.apiUrl);

@@ -14,6 +14,8 @@ export interface RequestBudgetOptions {
   /** Monotonic clock in milliseconds; tests inject one. Default `performance.now`. */
   now?: () => number;
   random?: () => number;
+  /** Called with the allowed rate whenever it changes (share or slowdown). */
+  onRateChange?: (requestsPerSecond: number) => void;
 }
 
 /**
@@ -61,7 +63,10 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
   let pauseStartedAt = -Infinity;
   let share = 1;
   let slowdown = 1;
-  const applyRate = () => bucket.setRate(options.requestsPerSecond * share * slowdown, Math.max(1, Math.floor(baseBurst * share * slowdown)));
+  const applyRate = () => {
+    bucket.setRate(options.requestsPerSecond * share * slowdown, Math.max(1, Math.floor(baseBurst * share * slowdown)));
+    options.onRateChange?.(options.requestsPerSecond * share * slowdown);
+  };
 
   return {
     async run(fn, signal) {

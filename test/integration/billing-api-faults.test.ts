@@ -129,3 +129,25 @@ describe('billing API faults', () => {
     await expect(call).rejects.toThrow('shutting down');
   });
 });
+
+describe('billing API client: X-RateLimit-Remaining', () => {
+  it('slows its budget down when the sandbox reports little of its limit left, and back up when there is more', async () => {
+    const registry = new Registry();
+    // A bucket of 40 that all but never refills: the answers count X-RateLimit-Remaining down from 39.
+    const { api, sim, contractId } = await simulated({ rateLimit: { requestsPerSecond: 0.001, burst: 40 } }, { registry, requestsPerSecond: 100 });
+    const rate = async () => String((await registry.getSingleMetric('billing_loader_api_budget_requests_per_second')?.get())?.values[0]?.value);
+    expect(await rate()).toBe('100');
+    // The token took one; 35 reads leave 4 of 40, a tenth is 4: full rate still.
+    for (let i = 0; i < 35; i++) await api.getResource('Contract', contractId);
+    expect(await rate()).toBe('100');
+    // 3 left, then 2: in proportion to what is left of the tenth.
+    await api.getResource('Contract', contractId);
+    expect(Number(await rate())).toBeCloseTo(75);
+    await api.getResource('Contract', contractId);
+    expect(Number(await rate())).toBeCloseTo(50);
+    // A roomier limit: the answers show plenty left, and the full rate is back.
+    sim.setRateLimit({ requestsPerSecond: 1000, burst: 1000 });
+    await api.getResource('Contract', contractId);
+    expect(await rate()).toBe('100');
+  });
+});
