@@ -137,6 +137,12 @@ function apiPath(raw: string): string {
   return segments.join('/');
 }
 
+/** An HTTP header value: visible ASCII, no separators that could start another header. */
+function headerValue(raw: string): string {
+  if (!/^[\x21-\x7e]{1,256}$/.test(raw)) throw new Invalid(`expected 1-256 visible ASCII characters, got '${raw}'`);
+  return raw;
+}
+
 function bool(raw: string): boolean {
   const v = raw.toLowerCase();
   if (v === 'true') return true;
@@ -199,10 +205,11 @@ export const options = {
   billingClientSecret: optional({ env: 'BILLING_CLIENT_SECRET', description: 'OAuth 2.0 client secret (client credentials grant)', parse: str, secret: true }),
   billingUsername: optional({ env: 'BILLING_USERNAME', description: 'user e-mail for the resource owner password grant', parse: str }),
   billingPassword: optional({ env: 'BILLING_PASSWORD', description: 'user password for the resource owner password grant', parse: str, secret: true }),
-  billingApiRequestsPerSecond: defaulted({ env: 'BILLING_API_REQUESTS_PER_SECOND', description: 'request budget: most requests per second sent to the billing service, token requests included; keep it below the service limit', defaultText: '20', default: () => 20, parse: positiveInt }),
-  billingApiBurst: optional({ env: 'BILLING_API_BURST', description: 'request budget: requests allowed at once after an idle period (default: one second of BILLING_API_REQUESTS_PER_SECOND)', parse: positiveInt }),
+  billingApiRequestsPerSecond: defaulted({ env: 'BILLING_API_REQUESTS_PER_SECOND', description: 'request budget of the whole deployment: most requests per second sent to the billing service by all enricher instances together, token requests included (each takes the share of the request partitions it owns; backfill takes all of it); keep it below the service limit', defaultText: '20', default: () => 20, parse: positiveInt }),
+  billingApiBurst: optional({ env: 'BILLING_API_BURST', description: 'request budget: requests allowed at once after an idle period, for the whole deployment like BILLING_API_REQUESTS_PER_SECOND (default: one second of it)', parse: positiveInt }),
   billingApiMaxConcurrency: defaulted({ env: 'BILLING_API_MAX_CONCURRENCY', description: 'request budget: most billing API requests in flight at once', defaultText: '8', default: () => 8, parse: positiveInt }),
   billingApiTimeoutMs: defaulted({ env: 'BILLING_API_TIMEOUT_MS', description: 'time limit of one billing API request, in milliseconds', defaultText: '10000', default: () => 10_000, parse: positiveInt }),
+  billingLegalEntityId: optional({ env: 'BILLING_LEGAL_ENTITY_ID', description: 'the legal entity to act for, sent as X-SELECTED-LEGAL-ENTITY-ID on every billing API request (accounts with an entity hierarchy need it; unset: not sent)', parse: headerValue }),
   billingApiMaxAttempts: defaulted({ env: 'BILLING_API_MAX_ATTEMPTS', description: 'attempts per billing API call (429, 5xx, timeouts) before the call fails as retriable', defaultText: '6', default: () => 6, parse: positiveInt }),
   billingPathContract: defaulted({ env: 'BILLING_PATH_CONTRACT', description: 'path of contracts under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Contract.path, default: () => RESOURCE_TYPE_INFO.Contract.path, parse: apiPath }),
   billingPathCustomer: defaulted({ env: 'BILLING_PATH_CUSTOMER', description: 'path of customers under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Customer.path, default: () => RESOURCE_TYPE_INFO.Customer.path, parse: apiPath }),
@@ -211,7 +218,11 @@ export const options = {
   billingPathInvoiceDraft: defaulted({ env: 'BILLING_PATH_INVOICE_DRAFT', description: 'path of invoice drafts under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.InvoiceDraft.path, default: () => RESOURCE_TYPE_INFO.InvoiceDraft.path, parse: apiPath }),
   billingPathDunning: defaulted({ env: 'BILLING_PATH_DUNNING', description: 'path of dunnings under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Dunning.path, default: () => RESOURCE_TYPE_INFO.Dunning.path, parse: apiPath }),
   billingPathPaymentTransaction: defaulted({ env: 'BILLING_PATH_PAYMENT_TRANSACTION', description: 'path of payment transactions under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentTransaction.path, default: () => RESOURCE_TYPE_INFO.PaymentTransaction.path, parse: apiPath }),
-  billingPathPaymentEscalationProcess: defaulted({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path of payment escalation processes under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, default: () => RESOURCE_TYPE_INFO.PaymentEscalationProcess.path, parse: apiPath }),
+  billingPathPaymentEscalationProcess: optional({ env: 'BILLING_PATH_PAYMENT_ESCALATION_PROCESS', description: 'path under {base_url}/api/v1/ of the escalation settings object a PaymentEscalated names (PaymentEscalationProcessId); unset: never read, since the service documents no such path', parse: apiPath }),
+  billingPathPlan: defaulted({ env: 'BILLING_PATH_PLAN', description: 'path of plans under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Plan.path, default: () => RESOURCE_TYPE_INFO.Plan.path, parse: apiPath }),
+  billingPathPlanVariant: defaulted({ env: 'BILLING_PATH_PLAN_VARIANT', description: 'path of plan variants under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PlanVariant.path, default: () => RESOURCE_TYPE_INFO.PlanVariant.path, parse: apiPath }),
+  billingPathPlanGroup: defaulted({ env: 'BILLING_PATH_PLAN_GROUP', description: 'path of plan groups under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.PlanGroup.path, default: () => RESOURCE_TYPE_INFO.PlanGroup.path, parse: apiPath }),
+  billingPathComponent: defaulted({ env: 'BILLING_PATH_COMPONENT', description: 'path of components under {base_url}/api/v1/', defaultText: RESOURCE_TYPE_INFO.Component.path, default: () => RESOURCE_TYPE_INFO.Component.path, parse: apiPath }),
   ingressPort: defaulted({ env: 'INGRESS_PORT', description: 'ingress HTTP port', defaultText: '8080', default: () => 8080, parse: port }),
   ingressTokens: optional({ env: 'INGRESS_TOKEN', description: 'optional secret path segment of the webhook URL (POST /webhooks/<token>); several, comma-separated, are all accepted (to rotate it: add the new one, re-register the URL, drop the old one once no delivery uses it)', parse: urlSegments, secret: true }),
   ingressMaxBodyBytes: defaulted({ env: 'INGRESS_MAX_BODY_BYTES', description: 'largest webhook body accepted, in bytes (larger: 413)', defaultText: '65536', default: () => 65536, parse: positiveInt }),
@@ -225,6 +236,7 @@ export const options = {
   enricherNotFoundWindowMs: defaulted({ env: 'ENRICHER_NOT_FOUND_WINDOW_MS', description: 'how long, in milliseconds, a resource the loader has never seen is read again while the API answers 404 (read-after-write lag) before it is given up to the DLQ', defaultText: '300000', default: () => 300_000, parse: nonNegativeInt }),
   enricherGoneConfirmMs: defaulted({ env: 'ENRICHER_GONE_CONFIRM_MS', description: 'wait, in milliseconds, before the second read that confirms a 404 of a resource with versions (only then is a deletion version written)', defaultText: '10000', default: () => 10_000, parse: nonNegativeInt }),
   enricherUnreadableAttempts: defaulted({ env: 'ENRICHER_UNREADABLE_ATTEMPTS', description: 'reads of a resource whose 2xx body is not a JSON object before its request is given up to the DLQ', defaultText: '5', default: () => 5, parse: positiveInt }),
+  enricherEscalationSettingsIntervalMs: defaulted({ env: 'ENRICHER_ESCALATION_SETTINGS_INTERVAL_MS', description: 'with BILLING_PATH_PAYMENT_ESCALATION_PROCESS set: the least time, in milliseconds, between two reads of one escalation settings object (every escalation names the same object)', defaultText: '3600000', default: () => 3_600_000, parse: nonNegativeInt }),
   enricherStateDir: defaulted({ env: 'ENRICHER_STATE_DIR', description: "directory of the enricher's local copy of its heads (one LMDB file per owned partition); kept across restarts, it spares reading the whole heads topic again; deleting it only costs one full read", defaultText: 'billing-loader-state in the OS temp directory', default: () => join(tmpdir(), 'billing-loader-state'), parse: str }),
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
@@ -255,14 +267,14 @@ export const SETTINGS_OF = {
   database: ['databaseUrl', 'databaseSchema'],
   billingApi: [
     'billingApiUrl', 'billingAuthUrl', 'billingClientId', 'billingClientSecret', 'billingUsername', 'billingPassword',
-    'billingApiRequestsPerSecond', 'billingApiBurst', 'billingApiMaxConcurrency', 'billingApiTimeoutMs', 'billingApiMaxAttempts',
+    'billingApiRequestsPerSecond', 'billingApiBurst', 'billingApiMaxConcurrency', 'billingApiTimeoutMs', 'billingApiMaxAttempts', 'billingLegalEntityId',
     'billingPathContract', 'billingPathCustomer', 'billingPathOrder', 'billingPathInvoice', 'billingPathInvoiceDraft', 'billingPathDunning',
-    'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess',
+    'billingPathPaymentTransaction', 'billingPathPaymentEscalationProcess', 'billingPathPlan', 'billingPathPlanVariant', 'billingPathPlanGroup', 'billingPathComponent',
   ],
   /** A long-running process: its ops port, logs and heap policy. */
   service: ['opsPort', 'logLevel', 'heapGrowthPercent', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
   ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs', 'ingressShutdownDelayMs'],
-  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherStateDir'],
+  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherEscalationSettingsIntervalMs', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;
 

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, type Metric } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 
 /** Labels: `endpoint` is resource, list or token; `resource_type` is empty for the token endpoint. */
 export interface BillingApiMetrics {
@@ -11,6 +11,8 @@ export interface BillingApiMetrics {
   retries: Counter<'reason'>;
   /** 429 answers received; the budget is meant to keep this at zero. */
   rateLimited: Counter<string>;
+  /** Requests per second the budget allows now: the setting × this instance's share × the slowdown on a low X-RateLimit-Remaining. */
+  budgetRate: Gauge<string>;
 }
 
 /**
@@ -27,5 +29,6 @@ export function createBillingApiMetrics(registry: Registry = new Registry()): Bi
     tokenRenewals: once('billing_loader_api_token_renewals_total', () => new Counter({ name: 'billing_loader_api_token_renewals_total', help: 'Access tokens requested after the first, by reason (401, expiry)', labelNames: ['reason'] as const, registers })),
     retries: once('billing_loader_api_retries_total', () => new Counter({ name: 'billing_loader_api_retries_total', help: 'Billing API attempts repeated, by reason', labelNames: ['reason'] as const, registers })),
     rateLimited: once('billing_loader_api_rate_limited_total', () => new Counter({ name: 'billing_loader_api_rate_limited_total', help: '429 answers received from the billing API', registers })),
+    budgetRate: once('billing_loader_api_budget_requests_per_second', () => new Gauge({ name: 'billing_loader_api_budget_requests_per_second', help: "Requests per second this process's billing API budget allows now (its share of the deployment's, slowed on a low X-RateLimit-Remaining)", registers })),
   };
 }

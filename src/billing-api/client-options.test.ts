@@ -23,6 +23,12 @@ describe('billingApiClientOptions', () => {
     expect(() => loadConfig({ ...base, BILLING_PATH_CONTRACT: path })).toThrow(/BILLING_PATH_CONTRACT: expected a path/);
   });
 
+  it('takes the legal entity to send, and refuses one that could break the header', () => {
+    expect(billingApiClientOptions(loadConfig(base)).legalEntityId).toBeUndefined();
+    expect(billingApiClientOptions(loadConfig({ ...base, BILLING_LEGAL_ENTITY_ID: '5f1a0c3e9b7d4a2e8c6f0e01' })).legalEntityId).toBe('5f1a0c3e9b7d4a2e8c6f0e01');
+    expect(() => loadConfig({ ...base, BILLING_LEGAL_ENTITY_ID: 'a b' })).toThrow(/BILLING_LEGAL_ENTITY_ID: expected 1-256 visible ASCII/);
+  });
+
   it('names the missing variable', () => {
     expect(() => billingApiClientOptions(loadConfig({ KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http://r', DATABASE_URL: 'postgres://u@h/d' }))).toThrow(ConfigError);
   });

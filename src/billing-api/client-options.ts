@@ -1,6 +1,6 @@
 import { requireBillingApi, type Config } from '../config.js';
 import type { BillingApiClientOptions } from './client.js';
-import type { ResourceType } from './resource-types.js';
+import { RESOURCE_TYPE_INFO, type ResourceType } from './resource-types.js';
 
 /**
  * The client's options from the loader's configuration (BILLING_* variables). Fails with a
@@ -16,7 +16,12 @@ export function billingApiClientOptions(config: Config): BillingApiClientOptions
     InvoiceDraft: config.billingPathInvoiceDraft,
     Dunning: config.billingPathDunning,
     PaymentTransaction: config.billingPathPaymentTransaction,
-    PaymentEscalationProcess: config.billingPathPaymentEscalationProcess,
+    // Unset: the enricher never reads the type; the client keeps the default path for a caller that asks anyway.
+    PaymentEscalationProcess: config.billingPathPaymentEscalationProcess ?? RESOURCE_TYPE_INFO.PaymentEscalationProcess.path,
+    Plan: config.billingPathPlan,
+    PlanVariant: config.billingPathPlanVariant,
+    PlanGroup: config.billingPathPlanGroup,
+    Component: config.billingPathComponent,
   };
   return {
     apiUrl,
@@ -28,6 +33,7 @@ export function billingApiClientOptions(config: Config): BillingApiClientOptions
     maxConcurrency: config.billingApiMaxConcurrency,
     requestTimeoutMs: config.billingApiTimeoutMs,
     maxAttempts: config.billingApiMaxAttempts,
+    ...(config.billingLegalEntityId !== undefined ? { legalEntityId: config.billingLegalEntityId } : {}),
     paths,
   };
 }

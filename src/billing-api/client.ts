@@ -9,7 +9,7 @@ import { createHttpSender, type HttpResponse } from './http-exchange.js';
 import { followRedirects } from './redirects.js';
 import { splitJsonArray } from './json-array.js';
 import { createRequestBudget } from './request-budget.js';
-import { collectionPath, resourcePath } from './resource-path.js';
+import { collectionPath, encodeResourceId, resourcePath } from './resource-path.js';
 import { RESOURCE_TYPE_INFO, type ResourceType } from './resource-types.js';
 import { parseRetryAfterMs } from './retry-after.js';
 import { createTokenProvider, type BillingGrant } from './token-provider.js';
@@ -37,6 +37,8 @@ export interface BillingApiClientOptions {
   maxBackoffMs?: number;
   /** Longest Retry-After waited in-process, in milliseconds; a longer one fails the call at once with ApiUnavailableError.retryAfterMs. Default 60000. */
   maxRetryAfterMs?: number;
+  /** Sent as `X-SELECTED-LEGAL-ENTITY-ID` on every resource and list request (accounts with an entity hierarchy need it). Default: not sent. */
+  legalEntityId?: string;
   /** Path of each resource type under `/api/v1/`. Default RESOURCE_TYPE_INFO paths (docs/CONTRACT.md). */
   paths?: Partial<Record<ResourceType, string>>;
   /** Default silent. Never receives tokens or secrets. */
@@ -49,17 +51,23 @@ export interface BillingApiClientOptions {
 export type FetchedResource = { kind: 'found'; body: string; status: number } | { kind: 'gone'; status: 404 | 410 };
 
 /**
- * One page of a resource list. Paging is not shown in the spec (4.2); this follows the
- * simulator's choice (docs/BILLING-API.md): `GET /api/v1/{Type}s?skip=&take=` answers a JSON
- * array in creation order, and a page shorter than `take` is the last.
+ * One page of a resource list (docs/BILLING-API.md, assumption 5 "Paging"): `GET /api/v1/{Type}s?from=<Id>&take=`
+ * (a stable cursor, `from` inclusive, ordered by the service) or `?skip=&take=` where no cursor
+ * exists. The service answers a bare JSON array; a page shorter than `take` is the last.
  */
 export interface ResourcePage {
   /** The exact JSON text of each element, in the order received. */
   items: string[];
-  skip: number;
   take: number;
-  /** `skip` of the next page; undefined after the last page. */
-  nextSkip: number | undefined;
+  /** The page held fewer than `take` items: nothing follows it. */
+  last: boolean;
+}
+
+/** Where a list page starts: at an object's id (inclusive) or after `skip` objects; neither: the first page. */
+export interface PageRequest {
+  from?: string;
+  skip?: number;
+  take?: number;
 }
 
 export interface CallOptions {
@@ -74,14 +82,21 @@ export interface BillingApiClient {
    * not-ready) or ApiRejectedError (this identifier: DLQ). See docs/BILLING-API.md.
    */
   getResource(type: ResourceType, id: string, options?: CallOptions): Promise<FetchedResource>;
-  /** Fetches one page of a type's resources, for the backfill. Rejects like getResource; a 404 is ApiRejectedError (wrong BILLING_PATH_*). */
-  listResources(type: ResourceType, page?: { skip?: number; take?: number }, options?: CallOptions): Promise<ResourcePage>;
+  /** Fetches one page of a type's resources, for the backfill. Rejects like getResource; a 404 is ApiRejectedError (wrong BILLING_PATH_*), and so is a refused `skip` (400). */
+  listResources(type: ResourceType, page?: PageRequest, options?: CallOptions): Promise<ResourcePage>;
+  /**
+   * This process's fraction (0..1] of `requestsPerSecond` and `burst`: an enricher's share of a
+   * deployment-wide budget, by the request partitions it owns (docs/ARCHITECTURE.md).
+   */
+  setRequestShare(share: number): void;
   /** Closes the keep-alive connections; in-flight calls fail. */
   close(): Promise<void>;
 }
 
-/** Page size of listResources when `take` is not given. */
-export const DEFAULT_PAGE_SIZE = 100;
+/** Page size of listResources when `take` is not given: the service's documented maximum. */
+export const DEFAULT_PAGE_SIZE = 500;
+/** The largest `take` the service documents ("500 max."); a larger one would be cut and break "a short page is the last". */
+export const MAX_PAGE_SIZE = 500;
 
 /**
  * The billing API client: one token shared by every call, one request budget, every answer
@@ -92,20 +107,22 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
   const metrics = createBillingApiMetrics(options.registry);
   const maxConcurrency = options.maxConcurrency ?? 8;
   const agent = new Agent({ connections: maxConcurrency, keepAliveTimeout: 30_000 });
-  const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency });
+  const budget = createRequestBudget({ requestsPerSecond: options.requestsPerSecond ?? 20, burst: options.burst, maxConcurrency, maxRateLimitPauseMs: options.maxRetryAfterMs ?? 60_000, onRateChange: (rate) => metrics.budgetRate.set(rate) });
+  metrics.budgetRate.set(budget.currentRate());
   const send = followRedirects(createHttpSender({ dispatcher: agent, budget, timeoutMs: options.requestTimeoutMs ?? 10_000, metrics }));
   const tokens = createTokenProvider({ authUrl: options.authUrl, clientId: options.clientId, grant: options.grant, send, metrics, logger: log });
   const api = new URL(options.apiUrl);
   const maxAttempts = options.maxAttempts ?? 6;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const typePath = (type: ResourceType): string => options.paths?.[type] ?? RESOURCE_TYPE_INFO[type].path;
+  const entityHeader: Record<string, string> = options.legalEntityId !== undefined ? { 'x-selected-legal-entity-id': options.legalEntityId } : {};
 
   /** One logical call: attempts, token renewal on 401, and the verdict on every status. */
   async function call(path: string, endpoint: 'resource' | 'list', context: ErrorContext, signal: AbortSignal | undefined): Promise<HttpResponse> {
     let renewed = false;
     const attempt = async (bail: (err: unknown) => never): Promise<HttpResponse> => {
       const token = await tokens.get();
-      const res = await send({ origin: api.origin, path, method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, endpoint, resourceType: context.resourceType ?? '', signal });
+      const res = await send({ origin: api.origin, path, method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...entityHeader }, endpoint, resourceType: context.resourceType ?? '', signal });
       const ctx = { ...context, status: res.status };
       // The same answer on every attempt: the API's address or the service's setup is wrong, not the identifier.
       if (res.status >= 300 && res.status < 400) bail(new ApiAuthError(`the billing API answered a redirect the loader does not follow (${res.redirectRefused ?? `HTTP ${res.status}`}); check BILLING_API_URL`, { context: ctx }));
@@ -116,7 +133,9 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
         case 'rate-limited': {
           const retryAfterMs = parseRetryAfterMs(res.headers['retry-after']);
           if (retryAfterMs !== undefined && retryAfterMs > maxRetryAfterMs) bail(new ApiUnavailableError(`the billing service asks to wait ${Math.ceil(retryAfterMs / 1000)} s (HTTP 429)`, { context: ctx, retryAfterMs }));
-          throw new TransientApiError('rate-limited (HTTP 429)', { reason: 'rate-limited', retryAfterMs: retryAfterMs ?? 1000, context: ctx });
+          // Without Retry-After (the service documents none) the budget's own growing pause holds
+          // every caller; the call itself backs off with jitter like after a 5xx.
+          throw new TransientApiError('rate-limited (HTTP 429)', { reason: 'rate-limited', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), context: ctx });
         }
         case 'retry':
           throw new TransientApiError(`server error (HTTP ${res.status})`, { reason: 'server-error', retryAfterMs: cap(parseRetryAfterMs(res.headers['retry-after']), maxRetryAfterMs), context: ctx });
@@ -159,16 +178,19 @@ export function createBillingApiClient(options: BillingApiClientOptions): Billin
       return { kind: 'found', body: res.body, status: res.status };
     },
     async listResources(type, page = {}, callOptions = {}) {
-      const skip = page.skip ?? 0;
       const take = page.take ?? DEFAULT_PAGE_SIZE;
-      if (!(Number.isSafeInteger(skip) && skip >= 0 && Number.isSafeInteger(take) && take >= 1)) throw new RangeError(`skip must be a non-negative integer and take a positive one, got ${skip}, ${take}`);
+      if (!(Number.isSafeInteger(take) && take >= 1 && take <= MAX_PAGE_SIZE)) throw new RangeError(`take must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${take}`);
+      if (page.skip !== undefined && !(Number.isSafeInteger(page.skip) && page.skip >= 0)) throw new RangeError(`skip must be a non-negative integer, got ${page.skip}`);
+      if (page.from !== undefined && page.skip !== undefined) throw new RangeError('a page starts either at an id (from) or after skip objects, not both');
       const context = { resourceType: type };
-      const path = `${collectionPath(api.pathname, typePath(type))}?skip=${skip}&take=${take}`;
+      const start = page.from !== undefined ? `from=${encodeResourceId(page.from, type)}` : `skip=${page.skip ?? 0}`;
+      const path = `${collectionPath(api.pathname, typePath(type))}?${start}&take=${take}`;
       const res = await call(path, 'list', context, callOptions.signal);
       if (res.status === 404 || res.status === 410) throw new ApiRejectedError(`no list endpoint for ${type} (HTTP ${res.status}); check its BILLING_PATH_* setting`, { context: { ...context, status: res.status } });
       const items = parseList(res.body, context);
-      return { items, skip, take, nextSkip: items.length < take ? undefined : skip + items.length };
+      return { items, take, last: items.length < take };
     },
+    setRequestShare: (share) => budget.setShare(share),
     close: () => agent.close(),
   };
 }

@@ -31,14 +31,12 @@ export interface HttpResponse {
 /** Sends one HTTP request; answers of any status resolve, only a missing answer rejects. */
 export type SendHttp = (request: HttpRequest) => Promise<HttpResponse>;
 
-/** Wait after a 429 without a usable Retry-After, in milliseconds: one second, the header's unit. */
-export const DEFAULT_RATE_LIMIT_WAIT_MS = 1000;
-
 /**
  * The single place where the client touches the network: every request, token requests
  * included, waits for the request budget, has a time limit, is measured, and has its body read
  * to the end (an unread body would pin the keep-alive connection). A 429 pauses the budget for
- * everyone. A request that gets no answer (timeout, reset, refused) rejects with a
+ * everyone (its Retry-After, else a growing full-jitter wait); the limit headers of other answers
+ * slow the budget down before the limit. A request that gets no answer (timeout, reset, refused) rejects with a
  * TransientApiError that keeps the cause; an aborted caller gets its abort reason.
  */
 export function createHttpSender(deps: { dispatcher: Dispatcher; budget: RequestBudget; timeoutMs: number; metrics: BillingApiMetrics }): SendHttp {
@@ -46,6 +44,7 @@ export function createHttpSender(deps: { dispatcher: Dispatcher; budget: Request
     deps.budget.run(async () => {
       const labels = { endpoint: request.endpoint, resource_type: request.resourceType };
       const stopTimer = deps.metrics.latency.startTimer(labels);
+      const sentAt = deps.budget.now();
       const timeout = AbortSignal.timeout(deps.timeoutMs);
       const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
       try {
@@ -64,7 +63,9 @@ export function createHttpSender(deps: { dispatcher: Dispatcher; budget: Request
         deps.metrics.requests.inc({ ...labels, status: String(res.statusCode) });
         if (res.statusCode === 429) {
           deps.metrics.rateLimited.inc();
-          deps.budget.pauseFor(parseRetryAfterMs(res.headers['retry-after']) ?? DEFAULT_RATE_LIMIT_WAIT_MS);
+          deps.budget.rateLimited(parseRetryAfterMs(res.headers['retry-after']), sentAt);
+        } else {
+          deps.budget.answered({ limit: res.headers['x-ratelimit-limit'], remaining: res.headers['x-ratelimit-remaining'] });
         }
         return { status: res.statusCode, headers: res.headers, body };
       } catch (err) {

@@ -58,3 +58,45 @@ describe('createRequestBudget', () => {
     expect(() => createRequestBudget({ requestsPerSecond: 1, maxConcurrency: 0 })).toThrow(RangeError);
   });
 });
+
+describe('the request budget on rate limits', () => {
+  const at = (t: { now: number }) => () => t.now;
+
+  it('pauses for Retry-After when given, else for a full-jitter wait whose ceiling doubles per 429 in a row', () => {
+    const t = { now: 0 };
+    const budget = createRequestBudget({ requestsPerSecond: 100, maxConcurrency: 4, now: at(t), random: () => 0.999_999 });
+    expect(budget.rateLimited(5000, 0)).toBe(5000);
+    // A 429 with Retry-After counts in the run too.
+    t.now = 5000;
+    expect(budget.rateLimited(undefined, 5000)).toBe(1999);
+    t.now = 9000;
+    expect(budget.rateLimited(undefined, 9000)).toBe(3999);
+    budget.answered({});
+    t.now = 20_000;
+    // An answer that is not a 429 ends the run: the ceiling starts over.
+    expect(budget.rateLimited(undefined, 20_000)).toBe(999);
+  });
+
+  it('counts the 429s of requests already in flight when a pause began as the same storm', () => {
+    const t = { now: 0 };
+    const budget = createRequestBudget({ requestsPerSecond: 100, maxConcurrency: 16, now: at(t), random: () => 0.999_999 });
+    t.now = 10;
+    expect(budget.rateLimited(undefined, 0)).toBe(999);
+    // Ten more 429s of requests sent at 0..9: the pause stays, the ceiling does not grow.
+    for (let i = 0; i < 10; i++) expect(budget.rateLimited(undefined, i)).toBe(999);
+    t.now = 1100;
+    expect(budget.rateLimited(undefined, 1050)).toBe(1999);
+  });
+
+  it('slows down on a low X-RateLimit-Remaining and takes its share of the rate', () => {
+    const budget = createRequestBudget({ requestsPerSecond: 30, maxConcurrency: 4 });
+    expect(budget.currentRate()).toBe(30);
+    budget.setShare(1 / 3);
+    expect(budget.currentRate()).toBeCloseTo(10);
+    budget.answered({ limit: '10000', remaining: '250' });
+    expect(budget.currentRate()).toBeCloseTo(2.5);
+    budget.answered({ limit: '10000', remaining: '9000' });
+    expect(budget.currentRate()).toBeCloseTo(10);
+    expect(() => budget.setShare(0)).toThrow(RangeError);
+  });
+});

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { rateLimitBackoffMs, remainingSlowdown } from './rate-limits.js';
 import { TokenBucket } from './token-bucket.js';
 
 export interface RequestBudgetOptions {
@@ -8,8 +9,13 @@ export interface RequestBudgetOptions {
   burst?: number;
   /** Most requests in flight at once. */
   maxConcurrency: number;
+  /** Longest pause after a 429 without Retry-After, in milliseconds. Default 60000. */
+  maxRateLimitPauseMs?: number;
   /** Monotonic clock in milliseconds; tests inject one. Default `performance.now`. */
   now?: () => number;
+  random?: () => number;
+  /** Called with the allowed rate whenever it changes (share or slowdown). */
+  onRateChange?: (requestsPerSecond: number) => void;
 }
 
 /**
@@ -21,8 +27,24 @@ export interface RequestBudgetOptions {
 export interface RequestBudget {
   /** Runs `fn` once a concurrency slot and a rate token are free; the slot is held until `fn` settles. */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
-  /** Starts no request for `ms` milliseconds (Retry-After of a 429). */
+  /** Starts no request for `ms` milliseconds. */
   pauseFor(ms: number): void;
+  /**
+   * A 429 to a request sent at `sentAt` (this budget's clock): pauses every caller for its
+   * Retry-After, or, without one, for a full-jitter wait whose ceiling doubles with each 429 in
+   * a row (rate-limits.ts). The 429s of requests already in flight when the last pause began
+   * are the same storm, not a new step: they neither double the ceiling nor move the pause.
+   * Returns the pause from now, in ms.
+   */
+  rateLimited(retryAfterMs: number | undefined, sentAt?: number): number;
+  /** The budget's clock, in ms: what `sentAt` is measured in. */
+  now(): number;
+  /** Any other answer: ends a run of 429s, and reads the limit headers to slow down before the limit. */
+  answered(headers: { limit?: unknown; remaining?: unknown }): void;
+  /** The fraction (0..1] of `requestsPerSecond` (and of the burst) this process may use: its share of a deployment-wide budget. */
+  setShare(share: number): void;
+  /** Requests per second allowed now: the rate × share × slowdown. */
+  currentRate(): number;
   /** Requests running now. */
   inFlight(): number;
   /** Callers waiting for a slot. */
@@ -32,9 +54,19 @@ export interface RequestBudget {
 export function createRequestBudget(options: RequestBudgetOptions): RequestBudget {
   if (!(Number.isInteger(options.maxConcurrency) && options.maxConcurrency >= 1)) throw new RangeError(`maxConcurrency must be a positive integer, got ${options.maxConcurrency}`);
   const now = options.now ?? (() => performance.now());
-  const bucket = new TokenBucket(options.requestsPerSecond, options.burst ?? Math.max(1, Math.ceil(options.requestsPerSecond)), now);
+  const baseBurst = options.burst ?? Math.max(1, Math.ceil(options.requestsPerSecond));
+  const bucket = new TokenBucket(options.requestsPerSecond, baseBurst, now);
   const slots = createSemaphore(options.maxConcurrency);
+  const maxPauseMs = options.maxRateLimitPauseMs ?? 60_000;
   let pausedUntil = 0;
+  let consecutive429 = 0;
+  let pauseStartedAt = -Infinity;
+  let share = 1;
+  let slowdown = 1;
+  const applyRate = () => {
+    bucket.setRate(options.requestsPerSecond * share * slowdown, Math.max(1, Math.floor(baseBurst * share * slowdown)));
+    options.onRateChange?.(options.requestsPerSecond * share * slowdown);
+  };
 
   return {
     async run(fn, signal) {
@@ -52,6 +84,31 @@ export function createRequestBudget(options: RequestBudgetOptions): RequestBudge
     pauseFor(ms) {
       pausedUntil = Math.max(pausedUntil, now() + ms);
     },
+    rateLimited(retryAfterMs, sentAt = now()) {
+      const t = now();
+      if (retryAfterMs === undefined && sentAt < pauseStartedAt) return Math.max(0, pausedUntil - t);
+      consecutive429++;
+      const ms = retryAfterMs ?? rateLimitBackoffMs(consecutive429, maxPauseMs, options.random);
+      pauseStartedAt = t;
+      pausedUntil = Math.max(pausedUntil, t + ms);
+      return Math.max(0, pausedUntil - t);
+    },
+    now,
+    answered(headers) {
+      consecutive429 = 0;
+      const next = remainingSlowdown(headers.limit, headers.remaining);
+      if (next !== slowdown) {
+        slowdown = next;
+        applyRate();
+      }
+    },
+    setShare(next) {
+      if (!(next > 0 && next <= 1)) throw new RangeError(`share must be a fraction in (0, 1], got ${next}`);
+      if (next === share) return;
+      share = next;
+      applyRate();
+    },
+    currentRate: () => options.requestsPerSecond * share * slowdown,
     inFlight: () => slots.held(),
     queued: () => slots.waiting(),
   };

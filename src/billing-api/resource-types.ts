@@ -1,10 +1,10 @@
 /**
- * The resource types of the billing service (spec section 2) with their canonical names, the
- * identifier field that names them in webhooks, their warehouse name, and the default REST
- * path. The paths are an assumption (the spec does not show resource endpoints; docs/CONTRACT.md
- * gives these defaults) and can be overridden per type.
+ * The resource types of the billing service (spec section 2, and the product catalog: plans,
+ * plan variants, plan groups, components) with their canonical names, their warehouse name, the
+ * default REST path and how its list pages. The paths are those of the service's public clients
+ * (docs/CONTRACT.md gives these defaults) and can be overridden per type.
  */
-export const RESOURCE_TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'] as const;
+export const RESOURCE_TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess', 'Plan', 'PlanVariant', 'PlanGroup', 'Component'] as const;
 
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
@@ -13,18 +13,31 @@ export interface ResourceTypeInfo {
   table: string;
   /** Default path under {base_url}/api/v1/, without the id. */
   path: string;
+  /**
+   * How the list endpoint pages (docs/BILLING-API.md): `cursor` = `?from=<Id>&take=` (stable,
+   * `from` inclusive), `skip` = `?skip=&take=` only (the service refuses skip past 1000), `none` =
+   * no list endpoint is known, so backfill cannot read the type.
+   */
+  paging: 'cursor' | 'skip' | 'none';
 }
 
 export const RESOURCE_TYPE_INFO: Readonly<Record<ResourceType, ResourceTypeInfo>> = Object.freeze({
-  Contract: { table: 'contract', path: 'Contracts' },
-  Customer: { table: 'customer', path: 'Customers' },
-  Order: { table: 'order', path: 'Orders' },
-  Invoice: { table: 'invoice', path: 'Invoices' },
-  InvoiceDraft: { table: 'invoice_draft', path: 'InvoiceDrafts' },
-  Dunning: { table: 'dunning', path: 'Dunnings' },
-  PaymentTransaction: { table: 'payment_transaction', path: 'PaymentTransactions' },
-  PaymentEscalationProcess: { table: 'payment_escalation_process', path: 'PaymentEscalationProcesses' },
+  Contract: { table: 'contract', path: 'Contracts', paging: 'cursor' },
+  Customer: { table: 'customer', path: 'Customers', paging: 'cursor' },
+  Order: { table: 'order', path: 'Orders', paging: 'cursor' },
+  Invoice: { table: 'invoice', path: 'Invoices', paging: 'cursor' },
+  InvoiceDraft: { table: 'invoice_draft', path: 'InvoiceDrafts', paging: 'skip' },
+  Dunning: { table: 'dunning', path: 'Dunnings', paging: 'cursor' },
+  PaymentTransaction: { table: 'payment_transaction', path: 'PaymentTransactions', paging: 'cursor' },
+  PaymentEscalationProcess: { table: 'payment_escalation_process', path: 'PaymentEscalationProcesses', paging: 'none' },
+  Plan: { table: 'plan', path: 'Plans', paging: 'cursor' },
+  PlanVariant: { table: 'plan_variant', path: 'PlanVariants', paging: 'cursor' },
+  PlanGroup: { table: 'plan_group', path: 'PlanGroups', paging: 'cursor' },
+  Component: { table: 'component', path: 'Components', paging: 'cursor' },
 });
+
+/** The types backfill can list (a list endpoint is known). */
+export const LISTABLE_TYPES: readonly ResourceType[] = RESOURCE_TYPES.filter((t) => RESOURCE_TYPE_INFO[t].paging !== 'none');
 
 export function isResourceType(name: string): name is ResourceType {
   return (RESOURCE_TYPES as readonly string[]).includes(name);

@@ -11,14 +11,22 @@ export class TokenBucket {
   private last: number;
 
   constructor(
-    private readonly rate: number,
-    private readonly burst: number,
+    private rate: number,
+    private burst: number,
     private readonly now: () => number = () => performance.now(),
   ) {
-    if (!(rate > 0 && Number.isFinite(rate))) throw new RangeError(`rate must be a positive number, got ${rate}`);
-    if (!(burst >= 1)) throw new RangeError(`burst must be at least 1, got ${burst}`);
+    check(rate, burst);
     this.tokens = burst;
     this.last = now();
+  }
+
+  /** Changes the rate and burst from now on; tokens saved so far stay, up to the new burst (debt stays debt). */
+  setRate(rate: number, burst: number): void {
+    check(rate, burst);
+    this.refill();
+    this.rate = rate;
+    this.burst = burst;
+    this.tokens = Math.min(burst, this.tokens);
   }
 
   /** Takes one token; returns the wait until it is due, in milliseconds (0: go now). */
@@ -39,4 +47,9 @@ export class TokenBucket {
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.rate);
     this.last = t;
   }
+}
+
+function check(rate: number, burst: number): void {
+  if (!(rate > 0 && Number.isFinite(rate))) throw new RangeError(`rate must be a positive number, got ${rate}`);
+  if (!(burst >= 1)) throw new RangeError(`burst must be at least 1, got ${burst}`);
 }

@@ -40,13 +40,14 @@ export const delayForwarderGroupId = (prefix: string) => `${prefix}.enricher.del
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir' | 'topicPartitions'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir' | 'topicPartitions' | 'billingPathPaymentEscalationProcess' | 'enricherEscalationSettingsIntervalMs'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);
   const admin = deps.kafka.admin();
   await admin.connect();
   const specs = pipelineTopicSpecs(topics, config.topicPartitions);
+  let requestPartitions = 0;
   try {
     await ensureTopics(admin, [specs.webhooks, specs.snapshots, specs.webhooksDlq, ...enricherTopicSpecs(internal, config.topicPartitions)]);
     await warnIfLogExpires(admin, [topics.webhooks, topics.snapshots], log);
@@ -55,12 +56,17 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     // The fetcher finds a resource's head in the heads partition numbered like its request partition.
     await assertCoPartitioned(admin, [internal.requests, internal.heads], (count) => `billing-loader repartition --partitions ${count}`);
     await assertKeysInPlace(deps.kafka, admin, internal.heads, 'billing-loader repartition');
+    const metadata = await admin.fetchTopicMetadata({ topics: [internal.requests] });
+    requestPartitions = metadata.topics[0]?.partitions.length ?? 0;
   } catch (err) {
     await admin.disconnect();
     throw err;
   }
   const snapshotSchemaId = await deps.registry.registerFile(valueSubject(topics.snapshots), SNAPSHOT_SCHEMA_FILE);
   const metrics = createEnricherMetrics(deps.metrics);
+  // The id a PaymentEscalated names is the legal entity's escalation settings, for which the
+  // service documents no path: read only where the operator configured one (docs/ARCHITECTURE.md).
+  const escalationSettings = { read: config.billingPathPaymentEscalationProcess !== undefined, intervalMs: config.enricherEscalationSettingsIntervalMs };
   deps.health.addCheck('enricher.kafka', async () => void (await admin.describeCluster()));
   deps.health.addCheck('enricher.schema-registry', () => deps.registry.ping());
 
@@ -75,10 +81,12 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     coalesceMs: config.enricherCoalesceMs,
     stateDir: config.enricherStateDir,
     retryRules: { notFoundWindowMs: config.enricherNotFoundWindowMs, goneConfirmMs: config.enricherGoneConfirmMs, unreadableAttempts: config.enricherUnreadableAttempts },
+    escalationSettings,
+    requestPartitions,
     ...options,
   });
   const forwarder = await startDelayForwarder({ ...deps, log, metrics, internal, groupId: delayForwarderGroupId(config.topicPrefix) });
-  const router = await startRouter({ ...deps, log, metrics, topics, internal, groupId: enricherGroupId(config.topicPrefix) });
+  const router = await startRouter({ ...deps, log, metrics, topics, internal, groupId: enricherGroupId(config.topicPrefix), readEscalationSettings: escalationSettings.read });
   log.info('enricher started', { webhooks: topics.webhooks, snapshots: topics.snapshots });
   return {
     async stop() {

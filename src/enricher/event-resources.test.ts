@@ -23,6 +23,7 @@ const record = (event: string, fields: Partial<WebhookRecord> = {}): WebhookReco
   expiry_date: null,
   due_date: null,
   trigger_days: null,
+  entity_id: null,
   extra_fields: '{}',
   ...fields,
 });
@@ -42,6 +43,32 @@ const all = {
 };
 
 const refs = (event: string, fields: Partial<WebhookRecord> = all) => resourcesOf(record(event, fields)).map((r) => `${r.type}:${r.id}`);
+
+describe('resourcesOf: the catalog events (beyond the spec; their ids come in extra_fields)', () => {
+  const extra = (fields: Record<string, unknown>): Partial<WebhookRecord> => ({ extra_fields: JSON.stringify(fields) });
+  it.each([
+    ['PlanCreated', { PlanId: 'P' }, ['Plan:P']],
+    ['PlanChanged', { planid: 'P', EntityId: 'E' }, ['Plan:P']],
+    ['PlanDeleted', { PlanId: 'P' }, ['Plan:P']],
+    ['PlanVariantCreated', { PlanVariantId: 'V' }, ['PlanVariant:V']],
+    ['PlanVariantChanged', { PLANVARIANTID: 'V' }, ['PlanVariant:V']],
+    ['PlanVariantDeleted', { PlanVariantId: 'V' }, ['PlanVariant:V']],
+    ['ComponentCreated', { ComponentId: 'K' }, ['Component:K']],
+    ['ComponentChanged', { ComponentId: 'K' }, ['Component:K']],
+    ['ComponentDeleted', { ComponentId: 'K' }, ['Component:K']],
+  ])('%s reads %j', (event, fields, expected) => {
+    expect(resourcesOf(record(event, extra(fields))).map((r) => `${r.type}:${r.id}`)).toEqual(expected);
+  });
+
+  it('reads nothing when the id is missing or not a string', () => {
+    expect(resourcesOf(record('PlanChanged', extra({ PlanId: 7 })))).toEqual([]);
+    expect(resourcesOf(record('PlanChanged', extra({})))).toEqual([]);
+  });
+
+  it('an unknown event naming a catalog id reads it too', () => {
+    expect(resourcesOf(record('PlanGroupChanged', extra({ PlanGroupId: 'G' }))).map((r) => `${r.type}:${r.id}`)).toEqual(['PlanGroup:G']);
+  });
+});
 
 describe('resourcesOf (docs/CONTRACT.md event table)', () => {
   it('covers the events of spec 6.2: its table has 25 (not 26: the header row is no event)', () => {

@@ -58,13 +58,33 @@ const EVENT_FIELDS: Record<string, IdField[]> = {
   PaymentSucceeded: ['payment_transaction_id'],
 };
 
+/**
+ * Events beyond the spec whose identifier is not one of the webhook record's fields: read from
+ * `extra_fields`, by name in any letter case. The catalog events; their id field names are
+ * assumed from the service's other events (docs/CONTRACT.md).
+ */
+const EXTRA_EVENT_FIELDS: Record<string, [field: string, type: ResourceType][]> = {
+  PlanCreated: [['PlanId', 'Plan']],
+  PlanChanged: [['PlanId', 'Plan']],
+  PlanDeleted: [['PlanId', 'Plan']],
+  PlanVariantCreated: [['PlanVariantId', 'PlanVariant']],
+  PlanVariantChanged: [['PlanVariantId', 'PlanVariant']],
+  PlanVariantDeleted: [['PlanVariantId', 'PlanVariant']],
+  ComponentCreated: [['ComponentId', 'Component']],
+  ComponentChanged: [['ComponentId', 'Component']],
+  ComponentDeleted: [['ComponentId', 'Component']],
+};
+
+/** The events of spec 6.2. */
 export const KNOWN_EVENTS: readonly string[] = Object.keys(EVENT_FIELDS);
+/** The catalog events beyond the spec. */
+export const CATALOG_EVENTS: readonly string[] = Object.keys(EXTRA_EVENT_FIELDS);
 
 /**
  * An unknown event's extra field names a resource when it is `<KnownType>Id`, optionally with
  * an Old/New prefix, in any letter case (spec 9.3). `YourCustomerId` is excluded by the anchor.
  */
-const EXTRA_ID_FIELD = /^(?:old|new)?(contract|customer|order|invoice|invoicedraft|dunning|paymenttransaction|paymentescalationprocess)id$/i;
+const EXTRA_ID_FIELD = /^(?:old|new)?(contract|customer|order|invoice|invoicedraft|dunning|paymenttransaction|paymentescalationprocess|plan|planvariant|plangroup|component)id$/i;
 
 const TYPE_BY_LOWER: Record<string, ResourceType> = {
   contract: 'Contract',
@@ -75,6 +95,10 @@ const TYPE_BY_LOWER: Record<string, ResourceType> = {
   dunning: 'Dunning',
   paymenttransaction: 'PaymentTransaction',
   paymentescalationprocess: 'PaymentEscalationProcess',
+  plan: 'Plan',
+  planvariant: 'PlanVariant',
+  plangroup: 'PlanGroup',
+  component: 'Component',
 };
 
 /**
@@ -92,6 +116,12 @@ export function resourcesOf(record: WebhookRecord): ResourceRef[] {
   const fields = EVENT_FIELDS[record.event];
   if (fields) {
     for (const f of fields) add(FIELD_TYPE[f], record[f]);
+    return refs;
+  }
+  const extraFields = EXTRA_EVENT_FIELDS[record.event];
+  if (extraFields) {
+    const extra = Object.entries(parseExtra(record.extra_fields));
+    for (const [name, type] of extraFields) for (const [k, v] of extra) if (k.toLowerCase() === name.toLowerCase()) add(type, v);
     return refs;
   }
   for (const f of Object.keys(FIELD_TYPE) as IdField[]) add(FIELD_TYPE[f], record[f]);

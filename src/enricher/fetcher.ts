@@ -22,6 +22,9 @@ import { openHeadCache } from './head-cache.js';
 import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
+import { createReadThrottle } from './read-throttle.js';
+import { requestShare } from '../billing-api/rate-limits.js';
+import { resourceKey } from '../billing-api/resource-types.js';
 
 export interface FetcherDeps {
   kafka: Kafka;
@@ -46,6 +49,10 @@ export interface FetcherDeps {
   stateDir: string;
   /** The process's stall watchdog: lag gauges, stall gauge, restarts. */
   watch?: StageWatch;
+  /** Partitions of the request topic: an instance's share of the request budget is the fraction it owns. Unknown: no share is set. */
+  requestPartitions?: number;
+  /** Escalation settings objects: read at all, and at most once per id per `intervalMs`. Default not read. */
+  escalationSettings?: { read: boolean; intervalMs: number };
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
@@ -79,11 +86,18 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
   const heartbeatIntervalMs = Math.max(100, Math.floor(sessionTimeoutMs / 10));
   const partSizers = new Map<number, PartSizer>();
+  const escalationSettings = deps.escalationSettings ?? { read: false, intervalMs: 0 };
+  const throttle = createReadThrottle(escalationSettings.intervalMs);
 
   /** One read for all pending requests of a resource; a list page's body instead only where usablePrefetched allows it. */
   const readResource = async (pending: Pending[], head: StoredHead | undefined): Promise<ReadResult> => {
     const requests = pending.map((p) => p.request);
     const first = requests[0] as FetchRequest;
+    // Without a configured path none is read, not even a request queued before (docs/ARCHITECTURE.md).
+    if (first.type === 'PaymentEscalationProcess' && !(escalationSettings.read && throttle.admit(resourceKey(first.type, first.id), Date.now(), head?.fetchedAt))) {
+      metrics.fetches.inc({ type: first.type, outcome: 'throttled' });
+      return { kind: 'skipped' };
+    }
     const prefetched = usablePrefetched(requests, head);
     if (prefetched) {
       metrics.fetches.inc({ type: first.type, outcome: 'prefetched' });
@@ -208,7 +222,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     deps.health.setCondition('billing-api', undefined);
 
     const decidedAt = Date.now();
-    const planned = planPart({ groups, results, heads: partitionHeads, rules: retryRules, decidedAt, source });
+    const planned = planPart({ groups, results, heads: partitionHeads, rules: retryRules, decidedAt, source, readEscalationSettings: escalationSettings.read });
     metrics.coalesced.inc(planned.coalesced);
     for (const r of planned.rereads) {
       metrics.rereads.inc({ type: r.type, reason: r.retry.reason });
@@ -262,6 +276,14 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
       })),
     async start(c) {
       owner.onGroupJoin(c);
+      // BILLING_API_REQUESTS_PER_SECOND is the deployment's total: take the share of the partitions owned.
+      c.on(c.events.GROUP_JOIN, ({ payload }) => {
+        const owned = payload.memberAssignment[deps.internal.requests]?.length ?? 0;
+        const share = requestShare(owned, deps.requestPartitions ?? 0);
+        if (share === undefined || !deps.reader.setRequestShare) return;
+        deps.reader.setRequestShare(share);
+        log.info('request budget share set', { partitions: owned, of: deps.requestPartitions, share });
+      });
       await c.connect();
       await c.subscribe({ topic: deps.internal.requests, fromBeginning: true });
       await c.run({

@@ -20,8 +20,8 @@ function pending(type: ResourceType, id: string, extra: Partial<FetchRequest> = 
 const found = (body: Record<string, unknown>, fetchedAt = 5000, hash = JSON.stringify(body)): ReadResult => ({ kind: 'found', body: JSON.stringify(body), parsed: body, hash, fetchedAt });
 const head = (h: Partial<StoredHead> = {}): StoredHead => ({ version: 1, contentHash: 'h1', deleted: false, fetchedAt: 4000, ...h });
 
-function plan(groups: [string, Pending[]][], results: ReadResult[], heads: Record<string, StoredHead> = {}, decidedAt = 6000) {
-  return planPart({ groups, results, heads: new Map(Object.entries(heads)), rules, decidedAt, source });
+function plan(groups: [string, Pending[]][], results: ReadResult[], heads: Record<string, StoredHead> = {}, decidedAt = 6000, readEscalationSettings = true) {
+  return planPart({ groups, results, heads: new Map(Object.entries(heads)), rules, decidedAt, source, readEscalationSettings });
 }
 
 const followUps = (p: ReturnType<typeof plan>) => p.followUps.map((m) => decodeFetchRequest(m.value as Buffer)).map((r) => `${r.type}:${r.id}`);
@@ -75,6 +75,17 @@ describe('planPart', () => {
     expect(followUps(p)).toEqual(['PaymentEscalationProcess:p1', 'PaymentEscalationProcess:p2']);
     // The processes are forgotten: the head is rewritten without them.
     expect(p.heads.get('Contract:c')?.escalationProcessIds).toEqual([]);
+  });
+
+  it('asks for no escalation process when escalation settings are not read (no path configured)', () => {
+    const reset = pending('Contract', 'c', { event: 'PaymentEscalationReset' });
+    const p = plan([['Contract:c', [reset]]], [found({ Id: 'c', PaymentEscalationProcessId: 'p3' }, 5000, 'h1')], { 'Contract:c': head({ escalationProcessIds: ['p1', 'p2'] }) }, 6000, false);
+    expect(followUps(p)).toEqual([]);
+  });
+
+  it('a read skipped by the interval makes nothing: no version, no reread, no dead letter', () => {
+    const p = plan([['PaymentEscalationProcess:p', [pending('PaymentEscalationProcess', 'p')]]], [{ kind: 'skipped' }]);
+    expect(p).toMatchObject({ snapshots: [], delayed: [], letters: [], followUps: [], unchanged: ['PaymentEscalationProcess'] });
   });
 
   it('puts a resource to be read again on the delay topic, and gives up with dead letters when the rules say so', () => {

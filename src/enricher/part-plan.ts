@@ -22,7 +22,9 @@ export type ReadResult =
   | { kind: 'found'; body: string; parsed: Record<string, unknown>; hash: string; fetchedAt: number }
   | { kind: 'gone'; fetchedAt: number }
   | { kind: 'unreadable'; problem: string; fetchedAt: number }
-  | { kind: 'failed'; failure: ReadFailure; err: unknown };
+  | { kind: 'failed'; failure: ReadFailure; err: unknown }
+  /** Not read: the resource was read within its read interval (escalation settings); its requests are answered by that read. */
+  | { kind: 'skipped' };
 
 /** Where the part was read from, and where its dead letters go. */
 export interface PartSource {
@@ -78,6 +80,8 @@ export interface PartInput {
   /** When the reads were judged (retry due times count from it). */
   decidedAt: number;
   source: PartSource;
+  /** Escalation settings are read (a path is configured): a contract's reads may ask for them. Default false. */
+  readEscalationSettings?: boolean;
 }
 
 /**
@@ -85,7 +89,7 @@ export interface PartInput {
  * Pure: no Kafka, no registry, no clock but `decidedAt` and the reads' own fetch times.
  */
 export function planPart(input: PartInput): PartPlan {
-  const { groups, results, heads, rules, decidedAt, source } = input;
+  const { groups, results, heads, rules, decidedAt, source, readEscalationSettings = false } = input;
   const plan: PartPlan = { snapshots: [], heads: new Map(), headRecords: [], followUps: [], delayed: [], letters: [], givenUp: [], rereads: [], coalesced: 0, unchanged: [], versions: [] };
   const letter = (p: Pending, errorClass: string, text: string) => plan.letters.push(deadLetterFor(source.dlqTopic, source.topic, source.partition, p.message, errorClass, text));
   groups.forEach(([key, pending], i) => {
@@ -94,6 +98,10 @@ export function planPart(input: PartInput): PartPlan {
     plan.coalesced += pending.length - 1;
     if (result.kind === 'failed') {
       for (const p of pending) letter(p, 'rejected-by-api', errorMessage(result.err));
+      return;
+    }
+    if (result.kind === 'skipped') {
+      plan.unchanged.push(first.type);
       return;
     }
     const head = plan.heads.get(key) ?? heads.get(key);
@@ -120,7 +128,7 @@ export function planPart(input: PartInput): PartPlan {
       const customerKey = resourceKey('Customer', customerId);
       if (!pending.some((p) => p.request.siblings?.includes(customerKey))) plan.followUps.push(encodeFetchRequest({ ...first, type: 'Customer', id: customerId, prefetched: undefined, siblings: undefined, retry: undefined }));
     }
-    const processes = result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
+    const processes = readEscalationSettings && result.kind === 'found' && first.type === 'Contract' ? escalationProcessesOf(pending.map((p) => p.request), result.parsed, head?.escalationProcessIds) : undefined;
     for (const id of processes?.reread ?? []) plan.followUps.push(encodeFetchRequest({ ...(processes?.cause ?? first), type: 'PaymentEscalationProcess', id, prefetched: undefined, siblings: undefined, retry: undefined }));
     if (!next) {
       plan.unchanged.push(first.type);

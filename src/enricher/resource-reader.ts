@@ -4,6 +4,8 @@ import type { ResourceType } from '../billing-api/resource-types.js';
 /** What the enricher needs of the billing API: the current state of one resource (BillingApiClient fits). */
 export interface ResourceReader {
   getResource(type: ResourceType, id: string): Promise<{ kind: 'found'; body: string } | { kind: 'gone' }>;
+  /** This instance's fraction (0..1] of the deployment's request budget (BillingApiClient.setRequestShare). Optional: a reader without a budget ignores it. */
+  setRequestShare?(share: number): void;
 }
 
 /**

@@ -13,7 +13,7 @@ import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/super
 import { guardOffsets } from '../kafka/offset-guard.js';
 import type { Health } from '../health.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
-import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
+import { CATALOG_EVENTS, KNOWN_EVENTS, resourcesOf } from './event-resources.js';
 import { encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import type { WebhookRecord } from '../wire/webhook-record.js';
@@ -31,6 +31,8 @@ export interface RouterDeps {
   health: Health;
   /** The process's stall watchdog: lag gauges, stall gauge, restarts. */
   watch?: StageWatch;
+  /** Route PaymentEscalationProcess ids to a read (only with BILLING_PATH_PAYMENT_ESCALATION_PROCESS set). Default false. */
+  readEscalationSettings?: boolean;
 }
 
 /**
@@ -105,8 +107,8 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
         letters.push(deadLetterFor(deps.topics.webhooksDlq, batch.topic, batch.partition, message, 'decode', err instanceof Error ? err.message : String(err)));
         continue;
       }
-      const refs = resourcesOf(record);
-      deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) ? record.event : 'unknown' });
+      const refs = resourcesOf(record).filter((r) => deps.readEscalationSettings === true || r.type !== 'PaymentEscalationProcess');
+      deps.metrics.webhooksRouted.inc({ event: KNOWN_EVENTS.includes(record.event) || CATALOG_EVENTS.includes(record.event) ? record.event : 'unknown' });
       const keys = refs.map((r) => resourceKey(r.type, r.id));
       for (const ref of refs) {
         const own = resourceKey(ref.type, ref.id);

@@ -107,7 +107,9 @@ export function webhookHandler(deps: WebhookRouteDeps): WebhookHandler {
 
     const eventId = randomUUID();
     const key = recordKey(parsed.webhook.fields, eventId);
-    const value = await deps.encode(toWebhookRecord(parsed.webhook, { eventId, receivedAtMs, body: text }));
+    const retryHeader = req.headers['x-retry-count'];
+    const retryCount = Array.isArray(retryHeader) ? retryHeader[0] : retryHeader;
+    const value = await deps.encode(toWebhookRecord(parsed.webhook, { eventId, receivedAtMs, body: text, ...(retryCount !== undefined ? { retryCount } : {}) }));
     const ids = { event: parsed.webhook.event, event_id: eventId, key };
     const endTimer = metrics.produceSeconds.startTimer();
     try {

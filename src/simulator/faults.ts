@@ -38,11 +38,12 @@ export function limitAndFaults(deps: { limiter: () => RateLimiter; faults: () =>
   return async (req, res, next) => {
     const verdict = deps.limiter().take();
     if (!verdict.ok) {
-      // Retry-After in whole seconds (RFC 9110 10.2.3), rounded up so an obedient client is never early.
-      res.set('Retry-After', String(Math.max(1, Math.ceil(verdict.retryAfterMs / 1000))));
-      res.status(429).json({ Message: 'Request limit exceeded; retry after the number of seconds in Retry-After.' });
+      // As the service documents it: a 429 with the limit headers, no Retry-After.
+      res.set({ 'X-RateLimit-Limit': String(verdict.limit), 'X-RateLimit-Remaining': '0' });
+      res.status(429).json({ Message: 'Too many requests.' });
       return;
     }
+    if (verdict.limit !== undefined) res.set({ 'X-RateLimit-Limit': String(verdict.limit), 'X-RateLimit-Remaining': String(verdict.remaining ?? 0) });
     const f = deps.faults();
     const delay = f.latencyMs + (f.latencyJitterMs > 0 ? deps.random.next() * f.latencyJitterMs : 0);
     if (delay > 0) await sleep(delay);

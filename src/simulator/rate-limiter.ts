@@ -1,7 +1,8 @@
 /**
  * A token bucket: `requestsPerSecond` tokens are added per second up to `burst`; each request
- * takes one. The spec states that request limits exist but not their values nor the response
- * (spec 8.2); the 429 with Retry-After is the simulator's assumption.
+ * takes one. The service documents a 429 and the headers `X-RateLimit-Limit` /
+ * `X-RateLimit-Remaining`, and no Retry-After (docs/BILLING-API.md, "Request limits"): the
+ * sandbox reports the bucket's size as the limit and its whole tokens left as the remaining.
  */
 export interface RateLimitOptions {
   /** Sustained request rate, requests per second. `0` or `Infinity` disables the limit. */
@@ -11,8 +12,8 @@ export interface RateLimitOptions {
 }
 
 export interface RateLimiter {
-  /** Takes a token: `{ ok: true }`, or how long until one is available, in milliseconds. */
-  take(): { ok: true } | { ok: false; retryAfterMs: number };
+  /** Takes a token: `{ ok: true }` with what is left, or how long until one is available, in milliseconds. Without a limit, no `limit`. */
+  take(): { ok: true; limit?: number; remaining?: number } | { ok: false; retryAfterMs: number; limit: number };
 }
 
 export function createRateLimiter(options: RateLimitOptions, now: () => number = () => performance.now()): RateLimiter {
@@ -28,9 +29,9 @@ export function createRateLimiter(options: RateLimitOptions, now: () => number =
       last = t;
       if (tokens >= 1) {
         tokens -= 1;
-        return { ok: true };
+        return { ok: true, limit: burst, remaining: Math.floor(tokens) };
       }
-      return { ok: false, retryAfterMs: ((1 - tokens) / rate) * 1000 };
+      return { ok: false, retryAfterMs: ((1 - tokens) / rate) * 1000, limit: burst };
     },
   };
 }

@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   body: string;
   /** The parsed JSON body, or undefined when it was not JSON. */
   json: unknown;
+  /** The X-Retry-Count header, when sent (a repeat of a failed delivery). */
+  retryCount?: string;
 }
 
 /**
@@ -43,7 +45,8 @@ export async function startRecordingReceiver(answer: ReceiverAnswer = () => ({ s
       } catch {
         json = undefined;
       }
-      const entry: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', contentType: req.headers['content-type'], body, json };
+      const retryCount = req.headers['x-retry-count'];
+      const entry: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', contentType: req.headers['content-type'], body, json, ...(typeof retryCount === 'string' ? { retryCount } : {}) };
       received.push(entry);
       Promise.resolve(current(entry, received.length - 1)).then(
         (a) => res.writeHead(a.status, a.headers).end(),

@@ -37,6 +37,8 @@ export interface SimulatorOptions {
   clientSecret?: string;
   /** Users of the password grant. Default one: `demo@example.com` with password `sandbox-password`. */
   users?: Array<{ username: string; password: string }>;
+  /** An account with an entity hierarchy: API requests without `X-SELECTED-LEGAL-ENTITY-ID: <this>` get 403. Default none: the header is not needed. */
+  legalEntityId?: string;
   /** Lifetime of new tokens, in seconds. Default: never expire (spec 5.4). */
   tokenLifetimeSeconds?: number;
   /** Request budget shared by the token and resource endpoints. Default 50 requests per second, burst 100. `requestsPerSecond: 0` disables it. */
@@ -250,7 +252,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   app.use(stats.middleware());
   app.use(limitAndFaults({ limiter: () => limiter, faults: () => faults, random: root.fork('faults'), stats }));
   app.use(tokenRouter(issuer, { clientId, clientSecret, users }));
-  app.use('/api/v1', resourceRouter({ store, issuer, presentation: () => presentation, random: presentRandom }));
+  app.use('/api/v1', resourceRouter({ store, issuer, presentation: () => presentation, random: presentRandom, ...(options.legalEntityId !== undefined ? { legalEntityId: options.legalEntityId } : {}) }));
   app.use((_req, res) => void res.status(404).json({ Message: 'No such endpoint' }));
   app.use(errorHandler(log));
 

@@ -75,8 +75,8 @@ export interface DeliveryStats {
   attempts: number;
 }
 
-/** Sends one POST; returns the status and Location. Injectable so unit tests can run on fake timers. */
-export type WebhookTransport = (url: string, body: string, timeoutMs: number, signal: AbortSignal) => Promise<{ status: number; location?: string }>;
+/** Sends one POST; returns the status and Location. Injectable so unit tests can run on fake timers. `retryCount`: 0 on the first attempt, n on the n-th repeat (sent as X-Retry-Count). */
+export type WebhookTransport = (url: string, body: string, timeoutMs: number, signal: AbortSignal, retryCount?: number) => Promise<{ status: number; location?: string }>;
 
 /** Success statuses of spec 6.1.3; anything else (except a followed 301) causes a repeat. */
 const SUCCESS = new Set([200, 201, 202, 204]);
@@ -161,7 +161,8 @@ export class WebhookDispatcher {
     let url = record.url;
     try {
       for (;;) {
-        const res = await this.transport(url, body, o.attemptTimeoutMs, this.abort.signal);
+        // A repeat carries `X-Retry-Count: n`, n = 1 on the first repeat (documented by the service, docs/SIMULATOR.md).
+        const res = await this.transport(url, body, o.attemptTimeoutMs, this.abort.signal, record.attempts.length - 1);
         attempt.status = res.status;
         if (res.status !== 301 || !res.location || attempt.redirects.length >= o.maxRedirects) break;
         url = new URL(res.location, url).toString();
@@ -187,10 +188,10 @@ export class WebhookDispatcher {
   }
 }
 
-async function httpTransport(url: string, body: string, timeoutMs: number, signal: AbortSignal): Promise<{ status: number; location?: string }> {
+async function httpTransport(url: string, body: string, timeoutMs: number, signal: AbortSignal, retryCount = 0): Promise<{ status: number; location?: string }> {
   const res = await request(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(retryCount > 0 ? { 'x-retry-count': String(retryCount) } : {}) },
     body,
     signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
   });

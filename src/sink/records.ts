@@ -23,12 +23,16 @@ export interface SnapshotRow {
   coordinates: Coordinates;
 }
 
-/** One webhook delivery (the four fields of schemas/webhook.avsc the sink relies on). */
+/** One webhook delivery (the fields of schemas/webhook.avsc the sink stores). */
 export interface WebhookRow {
   eventId: string;
   event: string;
   receivedAtMs: number;
   body: string;
+  /** The payload's EntityId; null when absent, also in records older than the field. */
+  entityId: string | null;
+  /** The delivery's X-Retry-Count; null when absent, also in records older than the field. */
+  retryCount: number | null;
   coordinates: Coordinates;
 }
 
@@ -126,5 +130,8 @@ export function toWebhookRow(value: unknown, coordinates: Coordinates): WebhookR
   const event = need(typeof v.event === 'string' && !v.event.includes(NUL), v.event as string, 'event must be a string');
   const receivedAtMs = millis(v.received_at, 'received_at');
   const body = need(typeof v.body === 'string' && !v.body.includes(NUL), v.body as string, 'body must be the JSON text received');
-  return { eventId, event, receivedAtMs, body, coordinates };
+  // Optional with a null default in the schema: a record written before they existed has neither.
+  const entityId = typeof v.entity_id === 'string' && !v.entity_id.includes(NUL) ? v.entity_id : null;
+  const retryCount = typeof v.retry_count === 'number' && Number.isSafeInteger(v.retry_count) ? v.retry_count : null;
+  return { eventId, event, receivedAtMs, body, entityId, retryCount, coordinates };
 }

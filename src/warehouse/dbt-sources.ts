@@ -112,6 +112,8 @@ const SHARED_TABLES: Table[] = [
       { name: 'event', description: 'The event name (ContractCreated, PaymentFailed, ...).', tests: ['not_null'] },
       { name: 'received_at', description: 'When the ingress accepted it.', tests: ['not_null'] },
       { name: 'payload', description: 'The webhook as received.', tests: ['not_null'] },
+      { name: 'entity_id', description: 'The payload\'s EntityId (the legal entity); NULL when absent.' },
+      { name: 'retry_count', description: 'The X-Retry-Count header of a redelivery; NULL on a first delivery.' },
     ],
   },
   {

@@ -44,6 +44,8 @@ export const WEBHOOK_FIELDS = Object.freeze([
   { name: 'ExpiryDate', avro: 'expiry_date', kind: 'string' },
   { name: 'DueDate', avro: 'due_date', kind: 'string' },
   { name: 'TriggerDays', avro: 'trigger_days', kind: 'int' },
+  // Not in the spec; every payload of the real service carries it (docs/CONTRACT.md section 3).
+  { name: 'EntityId', avro: 'entity_id', kind: 'string' },
 ] as const satisfies readonly WebhookField[]);
 
 /** The Avro names of the known fields of one kind. */

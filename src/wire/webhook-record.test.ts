@@ -6,7 +6,7 @@ import { schemasDir } from '../registry/registry.js';
 import { parseWebhook } from '../ingress/parse-webhook.js';
 import { WEBHOOK_FIELDS } from './webhook-fields.js';
 import { WEBHOOK_SCHEMA_FILE } from './schemas.js';
-import { toWebhookRecord } from './webhook-record.js';
+import { retryCountOf, toWebhookRecord } from './webhook-record.js';
 
 const schemaJson = JSON.parse(readFileSync(join(schemasDir, WEBHOOK_SCHEMA_FILE), 'utf8')) as { fields: { name: string; type: unknown; default?: unknown }[] };
 const type = avro.Type.forSchema(schemaJson as avro.Schema);
@@ -37,5 +37,26 @@ describe('webhook record and schemas/webhook.avsc', () => {
 
   it('writes {} as extra_fields when every field is known', () => {
     expect(record('{"Event":"ContractChanged","ContractId":"c1"}').extra_fields).toBe('{}');
+  });
+});
+
+describe('retryCountOf (the X-Retry-Count header of a redelivery)', () => {
+  it('keeps a plain non-negative 32-bit count, and nothing else', () => {
+    expect(retryCountOf('3')).toBe(3);
+    expect(retryCountOf(' 12 ')).toBe(12);
+    expect(retryCountOf(undefined)).toBeNull();
+    expect(retryCountOf('')).toBeNull();
+    expect(retryCountOf('-1')).toBeNull();
+    expect(retryCountOf('1.5')).toBeNull();
+    expect(retryCountOf('soon')).toBeNull();
+    expect(retryCountOf('2147483648')).toBeNull();
+  });
+
+  it('goes into the record, which the schema accepts', () => {
+    const parsed = parseWebhook('{"Event":"ContractChanged","ContractId":"c1","EntityId":"e1"}');
+    if (!parsed.ok) throw new Error(parsed.error);
+    const value = toWebhookRecord(parsed.webhook, { eventId: 'e-1', receivedAtMs: 0, body: '{}', retryCount: '2' });
+    expect(value).toMatchObject({ entity_id: 'e1', retry_count: 2 });
+    expect(type.isValid(value)).toBe(true);
   });
 });

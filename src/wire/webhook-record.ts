@@ -24,6 +24,8 @@ export type WebhookRecord = {
   body: string;
   /** JSON object text of the top-level fields the schema does not name, with their original names. */
   extra_fields: string;
+  /** The X-Retry-Count header of a redelivery; null when absent. Absent (undefined) in records written before the field existed. */
+  retry_count?: number | null;
 } & { [F in WebhookFieldName<'id' | 'string'>]: string | null } & { [F in WebhookFieldName<'int'>]: number | null };
 
 export interface Delivery {
@@ -31,6 +33,8 @@ export interface Delivery {
   receivedAtMs: number;
   /** The body exactly as received, decoded as UTF-8. */
   body: string;
+  /** The delivery's X-Retry-Count header as received, if any. */
+  retryCount?: string;
 }
 
 /** Builds the record for a validated webhook; every known field is present (null when absent). */
@@ -40,5 +44,16 @@ export function toWebhookRecord(webhook: ParsedWebhook, delivery: Delivery): Web
   const record: Record<string, string | number | null> = { event_id: delivery.eventId, event: webhook.event, received_at: delivery.receivedAtMs, body: delivery.body, extra_fields: JSON.stringify(webhook.extra) };
   // parseWebhook validated each field's kind (TriggerDays an integer, the others strings).
   for (const field of WEBHOOK_FIELDS) record[field.avro] = webhook.fields[field.avro] ?? null;
+  record.retry_count = retryCountOf(delivery.retryCount);
   return record as WebhookRecord;
+}
+
+/**
+ * The service marks a redelivery with `X-Retry-Count: n` (docs/CONTRACT.md section 3). Kept for
+ * the operator, never a reason to refuse: anything but a plain non-negative 32-bit integer is null.
+ */
+export function retryCountOf(header: string | undefined): number | null {
+  if (header === undefined || !/^\s*\d{1,10}\s*$/.test(header)) return null;
+  const n = Number(header);
+  return n <= 2_147_483_647 ? n : null;
 }

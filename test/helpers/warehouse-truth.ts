@@ -35,7 +35,9 @@ const ID_FIELDS: Record<string, ResourceType> = {
   newinvoicedraftid: 'InvoiceDraft',
   dunningid: 'Dunning',
   paymenttransactionid: 'PaymentTransaction',
-  paymentescalationprocessid: 'PaymentEscalationProcess',
+  // Not here: the id of PaymentEscalated names escalation settings, which the loader reads only
+  // where a path is configured (BILLING_PATH_PAYMENT_ESCALATION_PROCESS), so a webhook naming one
+  // does not promise a version.
 };
 
 /** Canonical JSON: keys sorted (and, for `foldCase`, lower-cased), arrays in order. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runBackfill } from '../../src/backfill/backfill.js';
 import { createBillingApiClient } from '../../src/billing-api/client.js';
-import { RESOURCE_TYPES } from '../../src/billing-api/resource-types.js';
+import { LISTABLE_TYPES } from '../../src/billing-api/resource-types.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -23,7 +23,7 @@ const backfill = async () => {
   try {
     return await runBackfill(
       { kafka: createKafka({ brokers: h.config.kafkaBrokers, clientId: 'backfill-test', log: silentLogger }), api, log: silentLogger },
-      { topicPrefix: h.config.topicPrefix, types: [...RESOURCE_TYPES], pageSize: 7 },
+      { topicPrefix: h.config.topicPrefix, types: [...LISTABLE_TYPES], pageSize: 7 },
     );
   } finally {
     await api.close();
@@ -31,7 +31,7 @@ const backfill = async () => {
 };
 
 it('backfill creates version 1 of every existing object, without a source event; a second backfill creates nothing', async () => {
-  const existing = RESOURCE_TYPES.flatMap((type) => h.sim.ids(type).filter((id) => h.sim.current(type, id)).map((id) => ({ type, id })));
+  const existing = LISTABLE_TYPES.flatMap((type) => h.sim.ids(type).filter((id) => h.sim.current(type, id)).map((id) => ({ type, id })));
   expect(existing.length).toBeGreaterThan(20);
   const first = await backfill();
   expect(Object.values(first.objects).reduce((a, b) => a + b, 0)).toBe(existing.length);

@@ -81,14 +81,15 @@ describe('billing API faults', () => {
     await expect(api.getResource('Contract', 'c1')).rejects.toBeInstanceOf(ApiUnavailableError);
   });
 
-  it('honours Retry-After on 429: a simulator limit far below the load still answers every request', async () => {
+  it('backs off on a storm of 429s without Retry-After: a simulator limit far below the load still answers every request', async () => {
     // With 5 ms backoffs and 6 attempts the calls would run out long before the limit allows them;
-    // only waiting as Retry-After says gets them all through.
+    // only the budget's growing pause after each 429 (full jitter, doubling) gets them all through.
     const registry = new Registry();
-    const { api, sim, contractId } = await simulated({ rateLimit: { requestsPerSecond: 4, burst: 2 } }, { registry });
-    const results = await Promise.all(Array.from({ length: 8 }, () => api.getResource('Contract', contractId)));
+    const { api, sim, contractId } = await simulated({ rateLimit: { requestsPerSecond: 4, burst: 2 } }, { registry, maxAttempts: 30 });
+    const results = await Promise.all(Array.from({ length: 12 }, () => api.getResource('Contract', contractId)));
     expect(results.every((r) => r.kind === 'found')).toBe(true);
     expect(sim.stats().requests.byRoute['GET /api/v1/Contracts/:id']?.['429']).toBeGreaterThan(0);
+    expect(sim.stats().requests.byRoute['GET /api/v1/Contracts/:id']?.['200']).toBe(12);
     expect(await counter(registry, 'billing_loader_api_rate_limited_total')).toBeGreaterThan(0);
   });
 
@@ -126,5 +127,27 @@ describe('billing API faults', () => {
     await waitFor(() => server.requests.some((r) => r.url.startsWith('/api/')));
     abort.abort(new Error('shutting down'));
     await expect(call).rejects.toThrow('shutting down');
+  });
+});
+
+describe('billing API client: X-RateLimit-Remaining', () => {
+  it('slows its budget down when the sandbox reports little of its limit left, and back up when there is more', async () => {
+    const registry = new Registry();
+    // A bucket of 40 that all but never refills: the answers count X-RateLimit-Remaining down from 39.
+    const { api, sim, contractId } = await simulated({ rateLimit: { requestsPerSecond: 0.001, burst: 40 } }, { registry, requestsPerSecond: 100 });
+    const rate = async () => String((await registry.getSingleMetric('billing_loader_api_budget_requests_per_second')?.get())?.values[0]?.value);
+    expect(await rate()).toBe('100');
+    // The token took one; 35 reads leave 4 of 40, a tenth is 4: full rate still.
+    for (let i = 0; i < 35; i++) await api.getResource('Contract', contractId);
+    expect(await rate()).toBe('100');
+    // 3 left, then 2: in proportion to what is left of the tenth.
+    await api.getResource('Contract', contractId);
+    expect(Number(await rate())).toBeCloseTo(75);
+    await api.getResource('Contract', contractId);
+    expect(Number(await rate())).toBeCloseTo(50);
+    // A roomier limit: the answers show plenty left, and the full rate is back.
+    sim.setRateLimit({ requestsPerSecond: 1000, burst: 1000 });
+    await api.getResource('Contract', contractId);
+    expect(await rate()).toBe('100');
   });
 });

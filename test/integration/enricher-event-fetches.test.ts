@@ -38,7 +38,9 @@ const cases: [string, Record<string, string>, readonly ResourceType[]][] = [
   ['InvoiceCorrected', { OldInvoiceDraftId: 'InvoiceDraft', NewInvoiceDraftId: 'InvoiceDraft', OldInvoiceId: 'Invoice' }, ['InvoiceDraft', 'Invoice']],
   ['DebitAuthCancelled', { ContractId: 'Contract', CustomerId: 'Customer', YourCustomerId: 'mine', PaymentProvider: 'Debit' }, CONTRACT],
   ['PaymentEscalationReset', { ContractId: 'Contract', CustomerId: 'Customer' }, CONTRACT],
-  ['PaymentEscalated', { ContractId: 'Contract', CustomerId: 'Customer', PaymentEscalationProcessId: 'PaymentEscalationProcess' }, [...CONTRACT, 'PaymentEscalationProcess']],
+  // Its PaymentEscalationProcessId names the legal entity's escalation settings, for which no path
+  // is documented: not read unless BILLING_PATH_PAYMENT_ESCALATION_PROCESS is set.
+  ['PaymentEscalated', { ContractId: 'Contract', CustomerId: 'Customer', PaymentEscalationProcessId: 'PaymentEscalationProcess' }, CONTRACT],
   ['PaymentFailed', { PaymentTransactionId: 'PaymentTransaction' }, ['PaymentTransaction']],
   ['PaymentSucceeded', { PaymentTransactionId: 'PaymentTransaction' }, ['PaymentTransaction']],
   ['SomethingNew', { Note: 'x', DunningId: 'Dunning' }, ['Dunning']],

@@ -39,7 +39,8 @@ let h: EnricherHarness;
 beforeAll(async () => {
   h = await startEnricherHarness({
     reader: (_sim, api) => scripted(api),
-    env: { ENRICHER_NOT_FOUND_WINDOW_MS: '4000', ENRICHER_GONE_CONFIRM_MS: '1000', ENRICHER_UNREADABLE_ATTEMPTS: '3', ENRICHER_COALESCE_MS: '0' },
+    // Escalation processes read where the sandbox serves them, with no interval between reads, for the reset below.
+    env: { ENRICHER_NOT_FOUND_WINDOW_MS: '4000', ENRICHER_GONE_CONFIRM_MS: '1000', ENRICHER_UNREADABLE_ATTEMPTS: '3', ENRICHER_COALESCE_MS: '0', BILLING_PATH_PAYMENT_ESCALATION_PROCESS: 'PaymentEscalationProcesses', ENRICHER_ESCALATION_SETTINGS_INTERVAL_MS: '0' },
   });
 });
 afterAll(async () => {

@@ -73,18 +73,18 @@ describe('resource endpoints (spec 4.2, 5)', () => {
     expect((await get(`Contracts/${encodeURIComponent(`../Customers/${customerId}`)}`)).status).toBe(404);
   });
 
-  it('lists with skip/take paging in creation order, live objects only', async () => {
+  it('lists with skip/take paging ordered by Id, live objects only; take is cut to 500', async () => {
     const all: string[] = [];
     for (let skip = 0; ; skip += 5) {
       const page = (await get(`Customers?skip=${skip}&take=5`)).body as Array<{ Id: string }>;
       all.push(...page.map((b) => b.Id));
       if (page.length < 5) break;
     }
-    expect(all).toEqual(sim.ids('Customer').filter((id) => sim.current('Customer', id)));
+    expect(all).toEqual(sim.ids('Customer').filter((id) => sim.current('Customer', id)).sort());
     expect(all.length).toBeLessThan(sim.ids('Customer').length);
     expect(((await get('Invoices')).body as unknown[]).length).toBe(sim.ids('Invoice').length);
     expect((await get('Contracts?take=0')).status).toBe(400);
-    expect((await get('Contracts?take=501')).status).toBe(400);
+    expect((await get('Contracts?take=501')).status).toBe(200);
     expect((await get('Contracts?skip=-1')).status).toBe(400);
   });
 
