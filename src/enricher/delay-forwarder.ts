@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import { decodeFetchRequest } from '../wire/fetch-request.js';
+import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
 
 export interface DelayForwarderDeps {
   kafka: Kafka;
@@ -108,7 +109,7 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
     name: 'enricher.delay-forwarder',
     // A resumed partition joins the next fetch only: a short fetch wait keeps a reread close to its
     // due time on an otherwise idle topic (kafkajs waits up to 5 s by default).
-    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 }),
+    create: () => kafka.consumer({ groupId: deps.groupId, readUncommitted: false, ...GROUP_TIMEOUTS, maxWaitTimeInMs: 500 }),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.internal.delayed, fromBeginning: true });

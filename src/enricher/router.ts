@@ -17,6 +17,7 @@ import { KNOWN_EVENTS, resourcesOf } from './event-resources.js';
 import { encodeFetchRequest, type FetchRequest } from '../wire/fetch-request.js';
 import type { EnricherTopics } from '../wire/topics.js';
 import type { WebhookRecord } from '../wire/webhook-record.js';
+import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
 
 export interface RouterDeps {
   kafka: Kafka;
@@ -141,7 +142,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
   await admin.connect();
   const consumer = await startSupervisedConsumer({
     name: 'enricher.router',
-    create: () => deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS }),
+    create: () => deps.kafka.consumer({ groupId: deps.groupId, ...GROUP_TIMEOUTS, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS }),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });

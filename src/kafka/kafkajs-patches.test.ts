@@ -8,6 +8,7 @@ const require = createRequire(import.meta.url);
 const createEosManager = require('kafkajs/src/producer/eosManager/index.js') as (options: Record<string, unknown>) => EosManager;
 const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as { createErrorFromCode(code: number): Error & { type: string } };
 const COORDINATOR_TYPES = require('kafkajs/src/protocol/coordinatorTypes.js') as { GROUP: number; TRANSACTION: number };
+const Runner = require('kafkajs/src/consumer/runner.js') as new (options: Record<string, unknown>) => { start(): Promise<void> };
 
 interface EosManager {
   initProducerId(): Promise<void>;
@@ -15,7 +16,7 @@ interface EosManager {
   sendOffsets(offsets: { consumerGroupId: string; topics: unknown[] }): Promise<void>;
 }
 
-const logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+const logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, namespace: () => logger };
 const offsets = { consumerGroupId: 'g', topics: [{ topic: 't', partitions: [{ partition: 0, offset: '1' }] }] };
 
 /** A transaction in progress whose TxnOffsetCommit fails with `codes`, one per attempt, then succeeds. */
@@ -63,5 +64,32 @@ describe('kafkajs patches', () => {
     await t.send();
     expect(t.seen.commits).toBe(3);
     expect(t.seen.groupLookups).toBe(3);
+  });
+
+  // A consumer whose start failed after the coordinator had given it a member id (JoinGroup
+  // answered, SyncGroup refused while the coordinator loads after a broker restart) crashed
+  // without a LeaveGroup; the restarted consumer joined as a new member, and the coordinator
+  // waited for the old id, which no process held, up to the session or rebalance timeout.
+  it('a consumer whose start fails after joining leaves the group before it crashes', async () => {
+    const loading = createErrorFromCode(14);
+    const seen = { left: [] as string[], crashed: [] as unknown[] };
+    const consumerGroup = {
+      groupId: 'g',
+      memberId: null as string | null,
+      connect: async () => undefined,
+      joinAndSync: async () => {
+        consumerGroup.memberId = 'member-1';
+        throw loading;
+      },
+      leave: async () => {
+        if (consumerGroup.memberId) seen.left.push(consumerGroup.memberId);
+        consumerGroup.memberId = null;
+      },
+      getNodeIds: () => [],
+    };
+    const runner = new Runner({ logger, consumerGroup, instrumentationEmitter: { emit: () => undefined }, concurrency: 1, eachBatch: async () => undefined, onCrash: (err: unknown) => void seen.crashed.push(err) });
+    await runner.start();
+    expect(seen.crashed).toEqual([loading]);
+    expect(seen.left).toEqual(['member-1']);
   });
 });

@@ -20,6 +20,7 @@ import { createRenewingProducer } from '../kafka/renewing-producer.js';
 import { startSupervisedConsumer } from '../kafka/supervised-consumer.js';
 import { guardOffsets } from '../kafka/offset-guard.js';
 import { createSinkMetrics } from './sink-metrics.js';
+import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
 
 export interface SinkDeps {
   log: Logger;
@@ -106,8 +107,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
         maxBytes: 32 * 1024 * 1024,
         maxWaitTimeInMs: 500,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3000,
+        ...GROUP_TIMEOUTS,
         // The enricher publishes snapshots in Kafka transactions: never read an aborted one.
         readUncommitted: false,
       }),
