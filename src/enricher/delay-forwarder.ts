@@ -78,8 +78,12 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
       // marker, which batch.lastOffset() covers; committing only past the record would leave
       // the group one behind forever.
       const last = waitUntil === undefined ? batch.lastOffset() : (due.at(-1) as KafkaMessage).offset;
-      resolveOffset(last);
+      // Committed, then resolved: kafkajs retries a failed batch in place from its last resolved
+      // offset, so a batch resolved before a commit that failed (a coordinator loading after a
+      // broker restart) was never read or committed again, and its group stayed behind for good.
+      // Unresolved, it is read and forwarded again (at least once) and its commit retried.
       await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }] });
+      resolveOffset(last);
     }
     if (waitUntil === undefined) {
       await heartbeat();
