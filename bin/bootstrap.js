@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Makes `npm start` and `npm test` work on a clean clone with nothing run before them:
-// installs the locked dependencies when node_modules is missing or older than the lock file,
-// and rebuilds dist/ when any source file is newer than the last build. Plain Node, no dependencies.
+// installs the locked dependencies when node_modules is missing or older than the lock file or
+// a patch in patches/ (npm ci's postinstall applies them to node_modules), and rebuilds dist/
+// when any source file is newer than the last build. Plain Node, no dependencies.
 import { execSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +21,8 @@ function newest(dir) {
 }
 
 const installed = join(root, 'node_modules', '.package-lock.json');
-if (mtime(installed) < mtime(join(root, 'package-lock.json'))) {
+const patches = join(root, 'patches');
+if (mtime(installed) < Math.max(mtime(join(root, 'package-lock.json')), existsSync(patches) ? newest(patches) : 0)) {
   console.error('bootstrap: installing dependencies (npm ci)');
   run('npm ci --no-audit --no-fund');
 }

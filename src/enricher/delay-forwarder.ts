@@ -9,6 +9,7 @@ import type { EnricherTopics } from '../wire/topics.js';
 import { decodeFetchRequest } from '../wire/fetch-request.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
+import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
 
 export interface DelayForwarderDeps {
   kafka: Kafka;
@@ -81,8 +82,12 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
       // marker, which batch.lastOffset() covers; committing only past the record would leave
       // the group one behind forever.
       const last = waitUntil === undefined ? batch.lastOffset() : (due.at(-1) as KafkaMessage).offset;
-      resolveOffset(last);
+      // Committed, then resolved: kafkajs retries a failed batch in place from its last resolved
+      // offset, so a batch resolved before a commit that failed (a coordinator loading after a
+      // broker restart) was never read or committed again, and its group stayed behind for good.
+      // Unresolved, it is read and forwarded again (at least once) and its commit retried.
       await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }] });
+      resolveOffset(last);
     }
     if (waitUntil === undefined) {
       await heartbeat();
@@ -125,7 +130,7 @@ export async function startDelayForwarder(deps: DelayForwarderDeps): Promise<{ s
     name: 'enricher.delay-forwarder',
     // A resumed partition joins the next fetch only: a short fetch wait keeps a reread close to its
     // due time on an otherwise idle topic (kafkajs waits up to 5 s by default).
-    create: () => watched.attach(kafka.consumer({ groupId: deps.groupId, readUncommitted: false, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 })),
+    create: () => watched.attach(kafka.consumer({ groupId: deps.groupId, readUncommitted: false, ...GROUP_TIMEOUTS, maxWaitTimeInMs: 500 })),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.internal.delayed, fromBeginning: true });

@@ -26,6 +26,12 @@ export function decodeHead(value: Buffer): StoredHead {
 /** Keys of restore barriers: tombstones, so compaction drops them and no reader keeps one. */
 const BARRIER_PREFIX = 'restore-barrier:';
 
+/** A restore barrier committed to a heads partition: its key, and the offset it was written at. */
+export interface RestoreBarrier {
+  key: string;
+  offset: string;
+}
+
 /**
  * Commits a barrier (a tombstone under a fresh key) to a heads partition, with the producer that
  * has just fenced the partition's previous owner. Reading the partition read-committed up to the
@@ -33,19 +39,23 @@ const BARRIER_PREFIX = 'restore-barrier:';
  * still open before it rather than stopping there. Without one, a partition whose first unread
  * record belongs to a transaction still open looks read to its end (read-to-end.ts): a restore
  * right after a broker restart came back without heads that had committed, and the fetcher
- * numbered those resources' versions from 1 again.
+ * numbered those resources' versions from 1 again. The offset lets a catch-up start no later
+ * than the barrier, whatever the cache's mark says.
  */
-export async function writeRestoreBarrier(producer: Producer, topic: string, partition: number): Promise<string> {
+export async function writeRestoreBarrier(producer: Producer, topic: string, partition: number): Promise<RestoreBarrier> {
   const key = `${BARRIER_PREFIX}${randomUUID()}`;
   const transaction = await producer.transaction();
+  let offset: string | undefined;
   try {
-    await transaction.send({ topic, acks: -1, messages: [{ key, value: null, partition }] });
+    const [written] = await transaction.send({ topic, acks: -1, messages: [{ key, value: null, partition }] });
+    offset = written?.baseOffset ?? written?.offset;
     await transaction.commit();
   } catch (err) {
     await transaction.abort().catch(() => undefined);
     throw err;
   }
-  return key;
+  if (offset === undefined) throw new Error(`the broker reported no offset for the restore barrier in ${topic}/${partition}`);
+  return { key, offset };
 }
 
 /** A restore barrier's key: a catch-up skips it (it is no head). */

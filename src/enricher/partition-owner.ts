@@ -7,7 +7,7 @@ import type { EnricherTopics } from '../wire/topics.js';
 import type { EnricherMetrics } from './enricher-metrics.js';
 import type { HeadCache, PartitionHeadCache } from './head-cache.js';
 import { catchUpHeads } from './head-catch-up.js';
-import { writeRestoreBarrier } from './head-store.js';
+import { writeRestoreBarrier, type RestoreBarrier } from './head-store.js';
 
 export interface PartitionOwnerDeps {
   kafka: Kafka;
@@ -54,9 +54,18 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
   // its heads, read before transactions that committed meanwhile: versions numbered again from
   // stale heads.
   let epoch = 0;
-  // Catch-ups run one at a time: two of one partition at once (an old generation's, late, and a
-  // new one's) could write an older head over a newer one.
-  let catchUps: Promise<unknown> = Promise.resolve();
+  // Preparations run one at a time, and a join or a reset cancels the one running: it stops at its
+  // next step (after any await, and inside the catch-up before it applies records or writes the
+  // mark), and the next one starts only once it has ended, its fences included. Two that
+  // overlapped fenced each other's producers in either order per partition, and the older one's
+  // catch-up moved the shared mark past the newer one's barrier: the newer catch-up then waited
+  // for a barrier it had already passed, forever, and every later preparation behind it.
+  let preparations: Promise<unknown> = Promise.resolve();
+  let cancel = new AbortController();
+  const cancelPreparation = () => {
+    cancel.abort(new PreparationOvertaken());
+    cancel = new AbortController();
+  };
   // A stop can finish a rebalance on its way out (kafkajs completes a join in progress before it
   // leaves): a join or a prepare after close would connect producers and read heads that nothing
   // closes any more, and the process would never exit.
@@ -70,52 +79,72 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
     await Promise.allSettled(all.map((p) => p.disconnect()));
   };
 
+  const run = async (gen: number, started: number, signal: AbortSignal): Promise<void> => {
+    // Only the preparation that is still current reports what it waits for.
+    const setStage = (next: string) => {
+      if (!signal.aborted) stage = next;
+    };
+    const check = () => {
+      if (closed) throw new Error('partition owner closed');
+      // An overtaken preparation must not fence the producers of the one that overtook it.
+      if (signal.aborted || started !== epoch) throw new PreparationOvertaken();
+    };
+    check();
+    const partitions = [...assigned];
+    const created = new Map<number, Producer>();
+    const barriers = new Map<number, RestoreBarrier>();
+    try {
+      // Settled, not all: after one partition failed, the others' fences must have ended
+      // before the next preparation starts, or a late one fences that preparation's producers.
+      const fenced = await Promise.allSettled(
+        partitions.map(async (p) => {
+          const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
+          created.set(p, producer);
+          setStage('connecting producers');
+          await producer.connect();
+          check();
+          // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
+          // catch-up below, which an open transaction of the previous owner would hold up.
+          setStage('fencing previous owners');
+          await fencePreviousOwner(producer);
+          check();
+          setStage('writing restore barriers');
+          // The catch-up reads up to this barrier, not to the last stable offset (read-to-end.ts).
+          barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p));
+        }),
+      );
+      const failed = fenced.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      check();
+      const began = Date.now();
+      setStage('catching up heads');
+      const caught = await catchUpHeads(kafka, deps.internal.heads, partitions, deps.cache, barriers, { signal });
+      for (const c of caught) deps.metrics.headsRestored.inc({ mode: c.full ? 'full' : 'resumed' }, c.records);
+      check();
+      if (gen !== generation) throw new PreparationOvertaken();
+      for (const [p, producer] of created) producers.set(p, producer);
+      for (const p of partitions) caughtUp.add(p);
+      setStage('done');
+      log.info('heads restored', { partitions, fromOffsets: caught.map((c) => `${c.partition}:${c.from}${c.full ? ' (full)' : ''}`), records: caught.reduce((n, c) => n + c.records, 0), ms: Date.now() - began });
+    } catch (err) {
+      await Promise.allSettled([...created.values()].map((producer) => producer.disconnect()));
+      throw err;
+    }
+  };
+
   const prepare = (gen: number): Promise<void> => {
-    ready ??= (async () => {
+    if (!ready) {
       const started = epoch;
-      const partitions = [...assigned];
-      const created = new Map<number, Producer>();
-      const barriers = new Map<number, string>();
-      try {
-        await Promise.all(
-          partitions.map(async (p) => {
-            const producer = createTransactionalProducer(kafka, `${deps.internal.requests}.fetcher.${p}`);
-            created.set(p, producer);
-            stage = 'connecting producers';
-            await producer.connect();
-            if (closed) throw new Error('partition owner closed');
-            // An overtaken preparation must not fence the producers of the one that overtook it.
-            if (started !== epoch) throw new PreparationOvertaken();
-            // Connecting fences nobody in kafkajs; this does (see fencePreviousOwner), before the
-            // catch-up below, which an open transaction of the previous owner would hold up.
-            stage = 'fencing previous owners';
-            await fencePreviousOwner(producer);
-            stage = 'writing restore barriers';
-            // The catch-up reads up to this barrier, not to the last stable offset (read-to-end.ts).
-            barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p));
-          }),
-        );
-        const began = Date.now();
-        stage = 'catching up heads';
-        const run = catchUps.catch(() => undefined).then(() => catchUpHeads(kafka, deps.internal.heads, partitions, deps.cache, barriers));
-        catchUps = run;
-        const caught = await run;
-        for (const c of caught) deps.metrics.headsRestored.inc({ mode: c.full ? 'full' : 'resumed' }, c.records);
-        if (started !== epoch || gen !== generation) throw new PreparationOvertaken();
-        for (const [p, producer] of created) producers.set(p, producer);
-        for (const p of partitions) caughtUp.add(p);
-        stage = 'done';
-        log.info('heads restored', { partitions, fromOffsets: caught.map((c) => `${c.partition}:${c.from}${c.full ? ' (full)' : ''}`), records: caught.reduce((n, c) => n + c.records, 0), ms: Date.now() - began });
-      } catch (err) {
-        await Promise.allSettled([...created.values()].map((producer) => producer.disconnect()));
-        throw err;
-      }
-    })();
-    const current = ready;
-    current.catch(() => {
-      if (ready === current) ready = undefined;
-    });
-    return current;
+      const { signal } = cancel;
+      stage = WAITING_FOR_PREVIOUS;
+      const current = preparations.catch(() => undefined).then(() => run(gen, started, signal));
+      ready = current;
+      preparations = current;
+      current.catch(() => {
+        if (ready === current) ready = undefined;
+      });
+    }
+    return ready;
   };
 
   return {
@@ -132,6 +161,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
         // forget all heads and producers, and fence + restore again before the next batch.
         generation++;
         epoch++;
+        cancelPreparation();
         assigned = payload.memberAssignment[deps.internal.requests] ?? [];
         ready = undefined;
         caughtUp.clear();
@@ -175,22 +205,28 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
      */
     async reset(): Promise<void> {
       epoch++;
+      cancelPreparation();
       ready = undefined;
       caughtUp.clear();
       await closeProducers();
+      // The cancelled preparation's fences and catch-up have ended once this returns.
+      await preparations.catch(() => undefined);
     },
 
     /** Stops taking assignments, waits for a fence and catch-up in progress, and closes the producers. */
     async close(): Promise<void> {
       closed = true;
-      await ready?.catch(() => undefined);
-      await catchUps.catch(() => undefined);
+      cancelPreparation();
+      await preparations.catch(() => undefined);
       await closeProducers();
     },
   };
 }
 
 export type PartitionOwner = ReturnType<typeof createPartitionOwner>;
+
+/** The stage of a preparation queued behind a cancelled one that has not ended yet. */
+export const WAITING_FOR_PREVIOUS = 'waiting for the previous preparation to end';
 
 /** A preparation that a group join or a reset made obsolete before it finished: the next batch prepares again. */
 export class PreparationOvertaken extends Error {

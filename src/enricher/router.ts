@@ -19,6 +19,7 @@ import type { EnricherTopics } from '../wire/topics.js';
 import type { WebhookRecord } from '../wire/webhook-record.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
+import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
 
 export interface RouterDeps {
   kafka: Kafka;
@@ -157,7 +158,7 @@ export async function startRouter(deps: RouterDeps): Promise<{ stop(): Promise<v
   });
   const consumer = await startSupervisedConsumer({
     name: 'enricher.router',
-    create: () => watched.attach(deps.kafka.consumer({ groupId: deps.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS })),
+    create: () => watched.attach(deps.kafka.consumer({ groupId: deps.groupId, ...GROUP_TIMEOUTS, minBytes: ROUTER_MIN_BYTES, maxWaitTimeInMs: ROUTER_WAIT_MS })),
     async start(c) {
       await c.connect();
       await c.subscribe({ topic: deps.topics.webhooks, fromBeginning: true });

@@ -4,14 +4,14 @@ import { createCommitThrottle } from './commit-throttle.js';
 
 /** A stand-in for kafkajs's eachBatch payload: resolved offsets, and the commits made. */
 function consumer() {
-  const state = { running: true, resolved: 0, committed: [] as number[], failures: 0 };
+  const state = { running: true, resolved: 0, committed: [] as number[], failures: 0, failure: 'GROUP_LOAD_IN_PROGRESS' };
   const payload = {
     isRunning: () => state.running,
     uncommittedOffsets: () => ({ topics: state.resolved > (state.committed.at(-1) ?? -1) ? [{ topic: 't', partitions: [{ partition: 0, offset: String(state.resolved) }] }] : [] }),
     commitOffsetsIfNecessary: async (offsets?: { topics: { partitions: { offset: string }[] }[] }) => {
       if (state.failures > 0) {
         state.failures--;
-        throw new Error('The coordinator is loading and hence can\'t process requests for this group');
+        throw Object.assign(new Error('the coordinator failed the commit'), { type: state.failure, retriable: true });
       }
       state.committed.push(Number(offsets?.topics[0]?.partitions[0]?.offset));
     },
@@ -88,5 +88,43 @@ describe('commit throttle', () => {
     expect(state.committed).toEqual([1, 2]);
     await vi.advanceTimersByTimeAsync(5000);
     expect(state.committed).toEqual([1, 2]);
+  });
+
+  // kafkajs retries a failed eachBatch in place from the last resolved offset, so a batch whose
+  // immediate commit failed is never read again: if no batch follows, only a retry commits it.
+  it('tries a failed immediate commit again at the next interval, without failing the batch', async () => {
+    const { state, batch } = consumer();
+    const throttle = createCommitThrottle(silentLogger, 1000);
+    state.failures = 1;
+    await expect(throttle.commit(batch(5))).resolves.toBeUndefined();
+    expect(state.committed).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(state.committed).toEqual([5]);
+  });
+
+  // A rebalance error has to reach kafkajs: it then rejoins, and the new generation reads the
+  // batch again from the committed offset.
+  it('lets a rebalance error of an immediate commit through to the consumer', async () => {
+    const { state, batch } = consumer();
+    const throttle = createCommitThrottle(silentLogger, 1000);
+    state.failures = 1;
+    state.failure = 'REBALANCE_IN_PROGRESS';
+    await expect(throttle.commit(batch(5))).rejects.toMatchObject({ type: 'REBALANCE_IN_PROGRESS' });
+  });
+
+  // A timer that fired for a consumer that had stopped (kafkajs restarted it) used to stay set.
+  // Timers run on a monotonic clock and the interval on the wall clock, so a batch can arrive when
+  // the wall clock says the interval has not quite passed: its commit was then left to that dead
+  // timer, and was never made.
+  it('clears its timer when it fires for a stopped consumer, so later batches are committed', async () => {
+    const first = await withOffset2Pending();
+    first.state.running = false;
+    await vi.advanceTimersByTimeAsync(1000);
+    vi.setSystemTime(Date.now() - 5);
+    const { state, batch } = consumer();
+    state.committed.push(1);
+    await first.throttle.commit(batch(7));
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(state.committed).toEqual([1, 7]);
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka, KafkaMessage } from 'kafkajs';
+import { LoaderError } from '../errors.js';
 
 export interface ReadOptions {
   /** Where to start per partition (default, and for partitions not named: the beginning). */
@@ -16,6 +17,13 @@ export interface ReadOptions {
    * once everything before it is resolved. It is not passed on.
    */
   barriers?: ReadonlyMap<number, string>;
+  /**
+   * Milliseconds without a batch of a partition still being read after which the read fails
+   * (default: no limit). Bounds a read to a barrier that never comes.
+   */
+  idleTimeoutMs?: number;
+  /** Aborting it ends the read: it rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -53,8 +61,25 @@ export async function readToEnd(
     await consumer.connect();
     try {
       await consumer.subscribe({ topic, fromBeginning: true });
+      let idle: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
       await new Promise<void>((resolve, reject) => {
         consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
+        const stillIdle = () => {
+          if (options.idleTimeoutMs === undefined) return;
+          clearTimeout(idle);
+          idle = setTimeout(() => {
+            const [partition] = pending;
+            reject(new LoaderError(`read of ${topic} made no progress for ${options.idleTimeoutMs} ms; giving up`, { retriable: true, context: { topic, ...(partition === undefined ? {} : { partition }) } }));
+          }, options.idleTimeoutMs);
+          idle.unref();
+        };
+        stillIdle();
+        if (options.signal) {
+          onAbort = () => reject(options.signal?.reason);
+          if (options.signal.aborted) onAbort();
+          else options.signal.addEventListener('abort', onAbort, { once: true });
+        }
         const done = (partition: number, end: string) => {
           if (!pending.delete(partition)) return;
           ends.set(partition, end);
@@ -66,6 +91,7 @@ export async function readToEnd(
         // tail a fenced writer leaves), but it reports that fetch here, with its offsets.
         consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
           const { partition, offsetLag, highWatermark } = payload;
+          if (pending.has(partition)) stillIdle();
           if (offsetLag !== '0' || barriers.has(partition)) return;
           // Lag 0: the fetch ended at the high watermark, so everything below it went by.
           done(partition, highWatermark);
@@ -95,6 +121,9 @@ export async function readToEnd(
         // admin.setOffsets would run a whole consumer of the group first, a join that costs
         // seconds (the broker delays a new group's first rebalance), on every catch-up.
         if (options.from) for (const o of offsets) if (pending.has(o.partition)) consumer.seek({ topic, partition: o.partition, offset: start(o) });
+      }).finally(() => {
+        clearTimeout(idle);
+        if (onAbort) options.signal?.removeEventListener('abort', onAbort);
       });
     } finally {
       await consumer.disconnect();

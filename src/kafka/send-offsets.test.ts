@@ -32,4 +32,21 @@ describe('sendOffsets', () => {
   it('gives up after its attempts', async () => {
     await expect(sendOffsets({ sendOffsets: () => Promise.reject(concurrent) }, offsets, 3)).rejects.toThrow(/3 attempts|attempts/);
   });
+
+  // After a broker restart AddOffsetsToTxn and TxnOffsetCommit meet a coordinator that is loading
+  // or has moved; each failure aborted the part and reset the partition's owner (new producers,
+  // a fence, a heads restore), so every part after a restart started over.
+  it.each(['GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR_FOR_GROUP', 'REQUEST_TIMED_OUT'])('tries again while the coordinator answers %s', async (type) => {
+    let calls = 0;
+    const coordinator = Object.assign(new Error('coordinator not ready'), { type });
+    await sendOffsets(
+      {
+        sendOffsets: async () => {
+          if (++calls < 3) throw coordinator;
+        },
+      },
+      offsets,
+    );
+    expect(calls).toBe(3);
+  });
 });

@@ -4,18 +4,26 @@ import { retry } from '../retry.js';
 type Offsets = Parameters<Transaction['sendOffsets']>[0];
 
 /**
- * `transaction.sendOffsets`, tried again while the transaction coordinator answers
- * CONCURRENT_TRANSACTIONS: it does so until the previous transaction's markers are written,
- * which follows every commit and, for longer, a broker restart. kafkajs retries that answer
- * for AddPartitionsToTxn (inside a send) but not for AddOffsetsToTxn; the Java producer retries
- * both. Without this a good transaction was aborted and its partition started over (new
- * producers, a fence and a full heads restore). Retrying is safe: the request is idempotent and
- * the transaction stays open meanwhile.
+ * The answers on which the offsets are sent again, with kafkajs's names for them:
+ * CONCURRENT_TRANSACTIONS while the coordinator is still writing the previous transaction's
+ * markers, which follows every commit and, for longer, a broker restart; the others while a
+ * transaction or group coordinator is loading its log or has moved, in the seconds after a
+ * broker restart. kafkajs 2.2.4 retries none of them for AddOffsetsToTxn, and for TxnOffsetCommit
+ * only with the patches in patches/ (its retry lists used names it never produces).
+ */
+const RETRIED = new Set(['CONCURRENT_TRANSACTIONS', 'GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR_FOR_GROUP', 'REQUEST_TIMED_OUT']);
+
+/**
+ * `transaction.sendOffsets`, tried again while the coordinators answer one of RETRIED. The Java
+ * producer retries these. Without this a good transaction was aborted and its partition started
+ * over (new producers, a fence and a heads restore), for every part in the seconds after a broker
+ * restart. Retrying is safe: both requests are idempotent and the transaction stays open meanwhile.
  */
 export function sendOffsets(transaction: Pick<Transaction, 'sendOffsets'>, offsets: Offsets, attempts = 20): Promise<void> {
-  return retry(() => transaction.sendOffsets(offsets), { attempts, minDelayMs: 20, maxDelayMs: 1000, shouldRetry: isConcurrentTransactions });
+  return retry(() => transaction.sendOffsets(offsets), { attempts, minDelayMs: 20, maxDelayMs: 1000, shouldRetry: isCoordinatorNotReady });
 }
 
-function isConcurrentTransactions(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { type?: unknown }).type === 'CONCURRENT_TRANSACTIONS';
+function isCoordinatorNotReady(err: unknown): boolean {
+  const type = typeof err === 'object' && err !== null ? (err as { type?: unknown }).type : undefined;
+  return typeof type === 'string' && RETRIED.has(type);
 }

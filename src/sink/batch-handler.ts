@@ -9,6 +9,7 @@ import { retry } from '../retry.js';
 import { writeBatch, type BatchOutcome } from './batch-writer.js';
 import type { CommitThrottle } from '../kafka/commit-throttle.js';
 import type { DeadLetterWriter } from '../kafka/dead-letters.js';
+import { isRebalanceError } from '../kafka/rebalance-error.js';
 import { deadLetterFor, type DeadLetter } from '../wire/dead-letter.js';
 import { decodeBatch } from './decode-batch.js';
 import type { SinkMetrics } from './sink-metrics.js';
@@ -37,8 +38,9 @@ export const WRITE_CONDITION = 'sink-writes';
  * steps retries the whole batch with backoff, heartbeating meanwhile so the group keeps the
  * partition; every step is idempotent, so a retry after a partial success (a COMMIT whose answer
  * was lost, dead letters sent before a crash) writes nothing twice in the warehouse. If the sink
- * stops or loses the partition while retrying, the batch is left uncommitted and will be
- * delivered again to whoever owns the partition next. The retries are the shared `retry` helper's,
+ * stops or loses the partition while retrying (checked before every heartbeat, and a heartbeat
+ * that meets a rebalance throws the batch back to kafkajs), the batch is left uncommitted and
+ * will be delivered again to whoever owns the partition next. The retries are the shared `retry` helper's,
  * so a programmer error (a TypeError and kin) is not retried in place: the batch fails, the
  * consumer is replaced (src/kafka/supervised-consumer.ts) and the bug is in the log at once.
  */
@@ -53,10 +55,18 @@ export function createBatchHandler(ctx: BatchHandlerContext) {
     ctx.metrics.batchSize.observe({ topic: kind }, batch.messages.length);
 
     const written = await retry(
-      async (_bail, attempt) => {
-        // Heartbeats keep the partition assigned through a long outage; a rebalance ends the wait.
-        if (attempt > 0) await heartbeat();
+      async (bail, attempt) => {
         if (!isRunning() || isStale() || ctx.stopping.aborted) return false;
+        // Heartbeats keep the partition assigned through a long outage. During a rebalance every
+        // heartbeat throws; the batch then goes back to kafkajs unresolved, kafkajs rejoins, and
+        // the partition's next owner reads it again from the committed offset.
+        if (attempt > 0) {
+          await heartbeat().catch((err: unknown) => {
+            if (isRebalanceError(err)) bail(err);
+            throw err;
+          });
+          if (!isRunning() || isStale() || ctx.stopping.aborted) return false;
+        }
         const decoded = await decodeBatch(ctx.registry, kind, batch.topic, batch.partition, batch.messages, dlqTopic);
         const started = performance.now();
         const outcome = await writeBatch(ctx.pool, ctx.schema, decoded.snapshots, decoded.webhooks);

@@ -23,6 +23,7 @@ import { createSinkMetrics } from './sink-metrics.js';
 import { startDeadLetterRecorder } from './dead-letter-recorder.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
+import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
 
 export interface SinkDeps {
   log: Logger;
@@ -123,8 +124,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
         maxBytes: 32 * 1024 * 1024,
         maxWaitTimeInMs: 500,
-        sessionTimeout: 30_000,
-        heartbeatInterval: 3000,
+        ...GROUP_TIMEOUTS,
         // The enricher publishes snapshots in Kafka transactions: never read an aborted one.
         readUncommitted: false,
       })),

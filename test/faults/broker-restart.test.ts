@@ -12,7 +12,7 @@ import { nativeKafka, startPrivateKafka, type PrivateService } from './private-s
 let kafka: PrivateService | undefined;
 let run: FaultRun | undefined;
 beforeAll(async () => {
-  if (!nativeKafka || process.env.RUN_QUARANTINED !== '1') return;
+  if (!nativeKafka) return;
   kafka = await startPrivateKafka();
   run = await startFaultRun({ fault: 'broker-restart', seed: 404, env: { KAFKA_BROKERS: kafka.address } });
 });
@@ -24,11 +24,10 @@ afterAll(async () => {
   }
 });
 
-// Quarantined: in about one run in ten the flush through the enricher never completes after
-// the broker restart; the cause is not found yet (README, Known limits). Versions once missing
-// after a restart (heads read short of a transaction still being completed) are fixed; when the
-// test fails, the harness says which versions each topic and the warehouse hold for each
-// resource it flags. It runs with RUN_QUARANTINED=1.
+// Quarantined (README, Known limits): in about one run in twenty-five a fetcher transaction whose
+// commit the broker acknowledged right before its shutdown is left without COMMIT markers on a
+// request partition, whose last stable offset then hides the drain's sentinels for good. Every
+// other defect these runs found is fixed and tested on its own. RUN_QUARANTINED=1 runs it.
 const quarantined = process.env.RUN_QUARANTINED !== '1';
 describe.skipIf(!nativeKafka || quarantined)('fault: the Kafka broker stopped and restarted', () => {
   // Found a bug when first written: during the outage a consumer can crash with a NON-retriable

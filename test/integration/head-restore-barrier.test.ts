@@ -95,4 +95,25 @@ describe('catching the heads up to a barrier', () => {
     // The mark moved past the barrier: the next resume starts after everything read here.
     expect(BigInt(h.cache.partition(0).mark()?.offset ?? '0')).toBeGreaterThan(BigInt(mark?.offset ?? '0'));
   }, 60_000);
+
+  // Two preparations of one partition that overlapped: the later one's catch-up had moved the
+  // mark past the earlier one's barrier, and the earlier one then waited for its barrier's key
+  // from behind it, for good; every later preparation queued behind it.
+  it('ends when its barrier lies before the cache mark, and keeps the heads read past it', async () => {
+    const h = await heads('behind');
+    await h.commit('Contract:a', 1);
+    const next = createTransactionalProducer(kafka, `${h.topic}.owner`);
+    closing.push(next);
+    await next.connect();
+    await fencePreviousOwner(next);
+    const earlier = await writeRestoreBarrier(next, h.topic, 0);
+    const later = await writeRestoreBarrier(next, h.topic, 0);
+    await catchUpHeads(kafka, h.topic, [0], h.cache, new Map([[0, later]]));
+    const mark = h.cache.partition(0).mark()?.offset;
+
+    const [caught] = await catchUpHeads(kafka, h.topic, [0], h.cache, new Map([[0, earlier]]));
+    expect(caught?.full).toBe(false);
+    expect(h.cache.partition(0).get('Contract:a')?.version).toBe(1);
+    expect(BigInt(h.cache.partition(0).mark()?.offset ?? '0')).toBeLessThanOrEqual(BigInt(mark ?? '0'));
+  }, 60_000);
 });

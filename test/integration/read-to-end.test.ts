@@ -44,4 +44,33 @@ describe('readToEnd', () => {
     await readToEnd(kafka, topic, (partition, m) => seen.push(`${partition}:${m.value?.toString() ?? ''}`));
     expect(seen).toEqual(['0:kept']);
   }, 60_000);
+
+  // A barrier that never comes (one the read had started past) held a preparation forever.
+  it('fails a read to a barrier that makes no progress, instead of waiting for it forever', async () => {
+    const topic = `${config.topicPrefix}.read-to-barrier`;
+    const admin = kafka.admin();
+    await admin.connect();
+    await ensureTopics(admin, [{ topic, numPartitions: 1 }]);
+    await admin.disconnect();
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, acks: -1, messages: [{ key: 'a', value: 'kept', partition: 0 }] });
+    await producer.disconnect();
+
+    const reading = readToEnd(kafka, topic, () => undefined, [0], { barriers: new Map([[0, 'a barrier never written']]), idleTimeoutMs: 3000 });
+    await expect(reading).rejects.toMatchObject({ name: 'LoaderError', retriable: true });
+  }, 60_000);
+
+  it('ends when its signal is aborted, with the signal\'s reason', async () => {
+    const topic = `${config.topicPrefix}.read-aborted`;
+    const admin = kafka.admin();
+    await admin.connect();
+    await ensureTopics(admin, [{ topic, numPartitions: 1 }]);
+    await admin.disconnect();
+    const cancel = new AbortController();
+    const reason = new Error('overtaken');
+    const reading = readToEnd(kafka, topic, () => undefined, [0], { barriers: new Map([[0, 'a barrier never written']]), signal: cancel.signal });
+    cancel.abort(reason);
+    await expect(reading).rejects.toBe(reason);
+  }, 60_000);
 });
