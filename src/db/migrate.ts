@@ -19,6 +19,8 @@ export interface MigrateOptions {
   dir?: string;
   /** The typed column mapping of the analyst views; default warehouse/typed-columns.json. */
   typedColumnsFile?: string;
+  /** The metric views; default warehouse/metric-views.sql (a test gives an older release's). */
+  metricViewsFile?: string;
   log: Logger;
 }
 
@@ -96,7 +98,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         result.applied.push(m.name);
       }
       const typed = await loadTypedColumns(options.typedColumnsFile);
-      const metrics = await loadMetricViewsSql();
+      const metrics = await loadMetricViewsSql(options.metricViewsFile);
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL search_path TO ${schema}, public`);

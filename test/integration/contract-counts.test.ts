@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate, migrationsDir } from '../../src/db/migrate.js';
+import { packageRoot } from '../../src/package-root.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { ANALYST_ROLE, WRITER_ROLE } from '../../src/warehouse/resource-types.js';
@@ -143,13 +144,15 @@ describe('contract_counts_as_of: contracts by status and plan at a moment, from 
   });
 
   it('a warehouse migrated with history in it gets its counts from the migration', async () => {
-    // The release before the counts: the SQL files up to 0011, then today's migrate.
+    // The release before the counts: the SQL files up to 0011 with that release's typed columns
+    // and metric views (test/fixtures/release-0.1.0), then today's migrate.
     const schema = `${config.databaseSchema}_counts_fill`;
     schemas.push(schema);
     const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
     dirs.push(dir);
     for (const name of await readdir(migrationsDir)) if (name < '0012') await cp(join(migrationsDir, name), join(dir, name));
-    await migrate(pool, { schema, log, dir });
+    const release = join(packageRoot, 'test', 'fixtures', 'release-0.1.0');
+    await migrate(pool, { schema, log, dir, typedColumnsFile: join(release, 'typed-columns.json'), metricViewsFile: join(release, 'metric-views.sql') });
     await load(schema, 31);
     await migrate(pool, { schema, log });
     await compare(schema, MOMENTS);

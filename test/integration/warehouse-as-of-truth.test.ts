@@ -49,9 +49,11 @@ async function truthAt(at: Date): Promise<Map<string, Map<string, string>>> {
     const alive = new Map<string, string>();
     for (const id of sim.ids(type)) {
       if (!known.has(id)) continue;
-      // The account's escalation settings exist from the start, but the loader learns of them
-      // only from the first PaymentEscalated that names them: before that, nothing to have read.
-      if (type === 'PaymentEscalationProcess' && !named(id, at)) continue;
+      // The account's escalation settings and its catalog exist from the start, but the loader
+      // learns of such an object only from the first webhook that names it (a PaymentEscalated, a
+      // Plan…/PlanVariant…/Component… event) or a backfill, which this scenario does not run:
+      // before that, nothing to have read.
+      if (LEARNT_FROM_EVENTS.has(type) && !named(id, at)) continue;
       const states = sim.history(type, id)?.states ?? [];
       const state = states.filter((s) => new Date(s.wallAt) <= at).at(-1);
       if (state && !state.deleted) alive.set(id, canonical(state.body));
@@ -60,6 +62,9 @@ async function truthAt(at: Date): Promise<Map<string, Map<string, string>>> {
   }
   return out;
 }
+
+/** Types present from the sandbox's start whose objects the loader first reads when a webhook names them. */
+const LEARNT_FROM_EVENTS = new Set<string>(['PaymentEscalationProcess', 'Plan', 'PlanVariant', 'PlanGroup', 'Component']);
 
 /** Whether an event emitted by wall-clock `at` names `id` (in any field). */
 function named(id: string, at: Date): boolean {
