@@ -1,5 +1,5 @@
 import { AclOperationTypes as Op, AclPermissionTypes, AclResourceTypes as Res, ResourcePatternTypes as Pattern, type Kafka } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { secureKafkaAccess, type SecureKafkaAccess } from '../../src/stack/kafka-service.js';
@@ -106,7 +106,8 @@ describe.skipIf(!nativeKafka)('Kafka ACLs of billing-loader run', () => {
       KAFKA_BROKERS: broker.address, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: access.caFile, KAFKA_SASL_MECHANISM: 'scram-sha-512',
       KAFKA_SASL_USERNAME: access.loader.username, KAFKA_SASL_PASSWORD: access.loader.password, TOPIC_PREFIX: prefix,
     };
-    const r = await runCli(['ingress'], { ...env, INGRESS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, 120_000);
+    // The registry is the test run's (production commands require it set); Kafka is the secured broker.
+    const r = await runCli(['ingress'], { ...env, SCHEMA_REGISTRY_URL: inject('services').SCHEMA_REGISTRY_URL, INGRESS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, 120_000);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(new RegExp(`^billing-loader: KAFKA_SASL_USERNAME: the brokers deny this user TOPIC_AUTHORIZATION_FAILED on ${prefix}\\.webhooks; grant it the ACLs`, 'm'));
   }, 150_000);

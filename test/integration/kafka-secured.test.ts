@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { secureKafkaAccess } from '../../src/stack/kafka-service.js';
 import { freePort } from '../helpers/free-port.js';
 import { nativeKafka, startPrivateKafka, type PrivateService } from '../faults/private-services.js';
@@ -64,7 +64,7 @@ describe.skipIf(!nativeKafka)('Kafka over SASL_SSL (SCRAM-SHA-512)', () => {
     ['sink', 'KAFKA_SASL_PASSWORD'],
   ])('a refused password stops `%s` at start: one line naming %s, exit 2', async (command, variable) => {
     const wrong = 'not-the-password-0123';
-    const r = await runCli([command], { ...secured, KAFKA_SASL_PASSWORD: wrong, TOPIC_PREFIX: `secured_${command}`, INGRESS_PORT: String(await freePort()), SINK_PORT: String(await freePort()), LOG_LEVEL: 'error' }, 120_000);
+    const r = await runCli([command], { ...secured, ...otherServices(), KAFKA_SASL_PASSWORD: wrong, TOPIC_PREFIX: `secured_${command}`, INGRESS_PORT: String(await freePort()), SINK_PORT: String(await freePort()), LOG_LEVEL: 'error' }, 120_000);
     expect(r.code, r.stderr).toBe(2);
     const lines = r.stderr.trim().split('\n').filter((l) => l.startsWith('billing-loader:'));
     expect(lines, r.stderr).toHaveLength(1);
@@ -74,8 +74,14 @@ describe.skipIf(!nativeKafka)('Kafka over SASL_SSL (SCRAM-SHA-512)', () => {
 
   it('refuses a client that does not trust the broker certificate (no KAFKA_SSL_CA_FILE)', async () => {
     const { KAFKA_SSL_CA_FILE: _ca, ...untrusted } = secured;
-    const r = await runCli(['ingress'], { ...untrusted, TOPIC_PREFIX: 'secured_untrusted', INGRESS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, 120_000);
+    const r = await runCli(['ingress'], { ...untrusted, ...otherServices(), TOPIC_PREFIX: 'secured_untrusted', INGRESS_PORT: String(await freePort()), LOG_LEVEL: 'error' }, 120_000);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/^billing-loader: KAFKA_SSL_CA_FILE: /m);
   }, 150_000);
 });
+
+/** The test run's registry and database: production commands require them set; Kafka is the secured broker. */
+function otherServices(): { SCHEMA_REGISTRY_URL: string; DATABASE_URL: string } {
+  const services = inject('services');
+  return { SCHEMA_REGISTRY_URL: services.SCHEMA_REGISTRY_URL, DATABASE_URL: services.DATABASE_URL };
+}
