@@ -20,6 +20,7 @@ import { groupRequests, planPart, type Pending, type ReadResult } from './part-p
 import { createPartPublisher } from './part-publisher.js';
 import { openHeadCache } from './head-cache.js';
 import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
+import { allPartitions } from '../kafka/hanging-transactions.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 import { createReadThrottle } from './read-throttle.js';
@@ -72,14 +73,17 @@ const COALESCE_MIN_BYTES = 32 * 1024;
  */
 export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise<void> }> {
   const { kafka, log, metrics } = deps;
-  const limitOf = await readMessageLimits(kafka, [deps.topics.snapshots, deps.internal.heads, deps.internal.requests, deps.internal.delayed, deps.topics.webhooksDlq]);
+  // Every topic a fetcher transaction writes (part-publisher.ts): their limits, and the partitions
+  // each preparation closes any hanging transaction of its transactional ids in.
+  const written = [deps.topics.snapshots, deps.internal.heads, deps.internal.requests, deps.internal.delayed, deps.topics.webhooksDlq];
+  const limitOf = await readMessageLimits(kafka, written);
   const coalesceMs = deps.coalesceMs ?? 0;
   const retryRules: RetryRules = { ...DEFAULT_RETRY_RULES, ...deps.retryRules };
   // Filled below, once the supervisor has made the first instance; handlers run only after.
   const supervisor: { running?: SupervisedConsumer } = {};
   const consumer = (): Consumer => (supervisor.running as SupervisedConsumer).current();
   const cache = openHeadCache(deps.stateDir, deps.internal.heads);
-  const owner = createPartitionOwner({ kafka, log, internal: deps.internal, cache, metrics });
+  const owner = createPartitionOwner({ kafka, log, internal: deps.internal, cache, metrics, closing: () => allPartitions(kafka, written) });
   const publish = createPartPublisher({ ...deps, limitOf, onFailure: owner.reset });
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
+import { closeHangingTransactions, type TopicPartitions } from '../kafka/hanging-transactions.js';
 import type { Head } from './versioning.js';
 
 /** A head as stored on the heads topic: the version decision's input, plus the fetch time (valid_from stays monotonic). */
@@ -41,14 +42,19 @@ export interface RestoreBarrier {
  * right after a broker restart came back without heads that had committed, and the fetcher
  * numbered those resources' versions from 1 again. The offset lets a catch-up start no later
  * than the barrier, whatever the cache's mark says.
+ *
+ * The same transaction takes in `closing` (every partition the producer's transactional id may
+ * have written to) without a record: its COMMIT marker is written to each, and closes whatever
+ * that producer id left open there (closeHangingTransactions).
  */
-export async function writeRestoreBarrier(producer: Producer, topic: string, partition: number): Promise<RestoreBarrier> {
+export async function writeRestoreBarrier(producer: Producer, topic: string, partition: number, closing: TopicPartitions[] = []): Promise<RestoreBarrier> {
   const key = `${BARRIER_PREFIX}${randomUUID()}`;
   const transaction = await producer.transaction();
   let offset: string | undefined;
   try {
     const [written] = await transaction.send({ topic, acks: -1, messages: [{ key, value: null, partition }] });
     offset = written?.baseOffset ?? written?.offset;
+    await closeHangingTransactions(transaction, closing);
     await transaction.commit();
   } catch (err) {
     await transaction.abort().catch(() => undefined);

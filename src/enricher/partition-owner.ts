@@ -1,6 +1,7 @@
 import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { errorMessage } from '../errors.js';
 import { fencePreviousOwner } from '../kafka/fence-previous-owner.js';
+import type { TopicPartitions } from '../kafka/hanging-transactions.js';
 import { createTransactionalProducer } from '../kafka/producers.js';
 import type { Logger } from '../log.js';
 import type { EnricherTopics } from '../wire/topics.js';
@@ -16,6 +17,11 @@ export interface PartitionOwnerDeps {
   /** The local copy of the heads topic (head-cache.ts). */
   cache: HeadCache;
   metrics: Pick<EnricherMetrics, 'headsRestored'>;
+  /**
+   * Every partition of the topics the fetcher's transactions write: each restore barrier's
+   * transaction closes whatever its transactional id left open in them (hanging-transactions.ts).
+   */
+  closing: () => Promise<TopicPartitions[]>;
 }
 
 /** What the owner holds for one request partition while it owns it. */
@@ -94,6 +100,9 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
     const created = new Map<number, Producer>();
     const barriers = new Map<number, RestoreBarrier>();
     try {
+      setStage('listing the partitions to close');
+      const closing = await deps.closing();
+      check();
       // Settled, not all: after one partition failed, the others' fences must have ended
       // before the next preparation starts, or a late one fences that preparation's producers.
       const fenced = await Promise.allSettled(
@@ -110,7 +119,7 @@ export function createPartitionOwner(deps: PartitionOwnerDeps) {
           check();
           setStage('writing restore barriers');
           // The catch-up reads up to this barrier, not to the last stable offset (read-to-end.ts).
-          barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p));
+          barriers.set(p, await writeRestoreBarrier(producer, deps.internal.heads, p, closing));
         }),
       );
       const failed = fenced.find((r): r is PromiseRejectedResult => r.status === 'rejected');

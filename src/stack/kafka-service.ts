@@ -18,6 +18,8 @@ export interface KafkaServiceOptions {
   secure?: boolean;
   /** With `secure`: the StandardAuthorizer, and no access without an ACL except for `admin`. */
   acls?: boolean;
+  /** Further `server.properties` lines (`name=value`), after the stack's own; for tests of broker behaviour. */
+  brokerSettings?: string[];
 }
 
 /** What a client needs to reach a secured stack broker: the CA, and the users made at format time. */
@@ -155,6 +157,7 @@ export function kafkaService(stackDir: string, port: number, controllerPort: num
         'group.initial.rebalance.delay.ms=0',
         'auto.create.topics.enable=false',
         'log.retention.hours=-1',
+        ...(options.brokerSettings ?? []),
         '',
       ].join('\n'),
     );

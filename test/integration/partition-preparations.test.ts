@@ -8,6 +8,7 @@ import { openHeadCache } from '../../src/enricher/head-cache.js';
 import { encodeHead } from '../../src/enricher/head-store.js';
 import { createPartitionOwner, WAITING_FOR_PREVIOUS } from '../../src/enricher/partition-owner.js';
 import { createKafka } from '../../src/kafka/client.js';
+import { allPartitions } from '../../src/kafka/hanging-transactions.js';
 import { ensureTopics } from '../../src/kafka/topics.js';
 import { silentLogger } from '../../src/log.js';
 import { enricherTopics, enricherTopicSpecs } from '../../src/wire/topics.js';
@@ -73,7 +74,7 @@ describe('partition preparations', () => {
     const gated = gatingFence(kafka, `${internal.requests}.fetcher.1`);
     const cache = openHeadCache(join(dir, 'cache'), internal.heads);
     const metrics = { headsRestored: { inc: () => undefined } } as unknown as Pick<EnricherMetrics, 'headsRestored'>;
-    const owner = createPartitionOwner({ kafka: gated.kafka, log: silentLogger, internal, cache, metrics });
+    const owner = createPartitionOwner({ kafka: gated.kafka, log: silentLogger, internal, cache, metrics, closing: () => allPartitions(kafka, [internal.requests, internal.heads, internal.delayed]) });
     closing.push(async () => cache.close(), () => owner.close());
     const joins = groupJoins();
     owner.onGroupJoin(joins.consumer);
