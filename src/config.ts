@@ -236,6 +236,7 @@ export const options = {
   enricherNotFoundWindowMs: defaulted({ env: 'ENRICHER_NOT_FOUND_WINDOW_MS', description: 'how long, in milliseconds, a resource the loader has never seen is read again while the API answers 404 (read-after-write lag) before it is given up to the DLQ', defaultText: '300000', default: () => 300_000, parse: nonNegativeInt }),
   enricherGoneConfirmMs: defaulted({ env: 'ENRICHER_GONE_CONFIRM_MS', description: 'wait, in milliseconds, before the second read that confirms a 404 of a resource with versions (only then is a deletion version written)', defaultText: '10000', default: () => 10_000, parse: nonNegativeInt }),
   enricherUnreadableAttempts: defaulted({ env: 'ENRICHER_UNREADABLE_ATTEMPTS', description: 'reads of a resource whose 2xx body is not a JSON object before its request is given up to the DLQ', defaultText: '5', default: () => 5, parse: positiveInt }),
+  enricherHangingTransactionMs: defaulted({ env: 'ENRICHER_HANGING_TRANSACTION_MS', description: "how long, in milliseconds, records the fetcher committed may stay hidden from read-committed readers (behind a transaction left open without markers) before it closes its transactions again; longer than the transactions' 60 s timeout", defaultText: '90000', default: () => 90_000, parse: positiveInt }),
   enricherEscalationSettingsIntervalMs: defaulted({ env: 'ENRICHER_ESCALATION_SETTINGS_INTERVAL_MS', description: 'with BILLING_PATH_PAYMENT_ESCALATION_PROCESS set: the least time, in milliseconds, between two reads of one escalation settings object (every escalation names the same object)', defaultText: '3600000', default: () => 3_600_000, parse: nonNegativeInt }),
   enricherStateDir: defaulted({ env: 'ENRICHER_STATE_DIR', description: "directory of the enricher's local copy of its heads (one LMDB file per owned partition); kept across restarts, it spares reading the whole heads topic again; deleting it only costs one full read", defaultText: 'billing-loader-state in the OS temp directory', default: () => join(tmpdir(), 'billing-loader-state'), parse: str }),
   enricherPort: defaulted({ env: 'ENRICHER_PORT', description: "enricher's health and metrics HTTP port when run alone", defaultText: '8081', default: () => 8081, parse: port }),
@@ -274,7 +275,7 @@ export const SETTINGS_OF = {
   /** A long-running process: its ops port, logs and heap policy. */
   service: ['opsPort', 'logLevel', 'heapGrowthPercent', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
   ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs', 'ingressShutdownDelayMs'],
-  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherEscalationSettingsIntervalMs', 'enricherStateDir'],
+  enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherEscalationSettingsIntervalMs', 'enricherHangingTransactionMs', 'enricherStateDir'],
   sink: ['sinkGroupId'],
 } as const satisfies Record<string, readonly OptionKey[]>;
 

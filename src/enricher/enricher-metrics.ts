@@ -29,6 +29,7 @@ export function createEnricherMetrics(registry: Registry) {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
       registers: [registry],
     }),
+    hiddenCommits: new Counter({ name: `${p}hidden_commits_total`, help: 'Partitions found with records the fetcher committed still hidden from read-committed readers after ENRICHER_HANGING_TRANSACTION_MS (a transaction left open without markers); each makes the fetcher close its transactions again', labelNames: ['topic'], registers: [registry] }),
     headsRestored: new Counter({ name: `${p}heads_restored_total`, help: 'Head records read from the heads topic into the local head cache at partition assignment, by mode (resumed: from where the cache was left; full: from the start, the cache being empty or not trusted)', labelNames: ['mode'], registers: [registry] }),
   };
 }

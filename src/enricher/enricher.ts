@@ -40,7 +40,7 @@ export const delayForwarderGroupId = (prefix: string) => `${prefix}.enricher.del
  * snapshots. See docs/ARCHITECTURE.md for why it is split in two and how each resource gets
  * exactly one writer.
  */
-export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir' | 'topicPartitions' | 'billingPathPaymentEscalationProcess' | 'enricherEscalationSettingsIntervalMs'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
+export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'topicPrefix' | 'enricherCoalesceMs' | 'enricherNotFoundWindowMs' | 'enricherGoneConfirmMs' | 'enricherUnreadableAttempts' | 'enricherStateDir' | 'topicPartitions' | 'billingPathPaymentEscalationProcess' | 'enricherEscalationSettingsIntervalMs' | 'enricherHangingTransactionMs'>, options: Pick<FetcherDeps, 'maxPauseMs' | 'sessionTimeoutMs'> = {}): Promise<Running> {
   const log = deps.log.child({ component: 'enricher' });
   const topics = topicNames(config.topicPrefix);
   const internal = enricherTopics(config.topicPrefix);
@@ -83,6 +83,7 @@ export async function startEnricher(deps: EnricherDeps, config: Pick<Config, 'to
     retryRules: { notFoundWindowMs: config.enricherNotFoundWindowMs, goneConfirmMs: config.enricherGoneConfirmMs, unreadableAttempts: config.enricherUnreadableAttempts },
     escalationSettings,
     requestPartitions,
+    hangingTransactionMs: config.enricherHangingTransactionMs,
     ...options,
   });
   const forwarder = await startDelayForwarder({ ...deps, log, metrics, internal, groupId: delayForwarderGroupId(config.topicPrefix) });

@@ -21,6 +21,7 @@ import { createPartPublisher } from './part-publisher.js';
 import { openHeadCache } from './head-cache.js';
 import { PreparationOvertaken, createPartitionOwner } from './partition-owner.js';
 import { allPartitions } from '../kafka/hanging-transactions.js';
+import { watchHiddenCommits } from './hidden-commit-watch.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 import { createReadThrottle } from './read-throttle.js';
@@ -54,6 +55,8 @@ export interface FetcherDeps {
   requestPartitions?: number;
   /** Escalation settings objects: read at all, and at most once per id per `intervalMs`. Default not read. */
   escalationSettings?: { read: boolean; intervalMs: number };
+  /** How long a commit may stay hidden behind a transaction left open (ENRICHER_HANGING_TRANSACTION_MS), in ms. Default 90000. */
+  hangingTransactionMs?: number;
 }
 
 const DEFAULT_RETRY_RULES: RetryRules = { notFoundWindowMs: 300_000, goneConfirmMs: 10_000, unreadableAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 };
@@ -85,6 +88,19 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
   const cache = openHeadCache(deps.stateDir, deps.internal.heads);
   const owner = createPartitionOwner({ kafka, log, internal: deps.internal, cache, metrics, closing: () => allPartitions(kafka, written) });
   const publish = createPartPublisher({ ...deps, limitOf, onFailure: owner.reset });
+  const hiddenCommits = watchHiddenCommits({
+    kafka,
+    log,
+    metrics,
+    hiddenAfterMs: deps.hangingTransactionMs ?? 90_000,
+    // Prepared at once, not at the next batch: the hidden partition may be one this fetcher reads.
+    closeTransactions: async () => {
+      await owner.reset();
+      await owner.prepare(owner.generation()).catch((err: unknown) => {
+        if (!(err instanceof PreparationOvertaken)) log.warn('fencing and head restore failed, retrying at the next batch', { err: errorMessage(err) });
+      });
+    },
+  });
   const failures = new Map<number, number>();
   const resumeTimers = new Set<NodeJS.Timeout>();
   const sessionTimeoutMs = deps.sessionTimeoutMs ?? 30_000;
@@ -237,6 +253,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
     const published = await publish(owned.producer, { plan: planned, groups, invalid, source, lastOffset }, () => gen === owner.generation(), (stage) => (progress.stage = stage));
     if (!published) return undefined;
     const { plan, letters } = published;
+    hiddenCommits.committed(published.written);
     progress.stage = 'caching heads';
     // Awaited: the next part of this partition must see these heads.
     await owned.committed(plan.headRecords.map((r) => ({ key: r.key as string, value: r.value as Buffer })), published.headsEnd);
@@ -310,6 +327,7 @@ export async function startFetcher(deps: FetcherDeps): Promise<{ stop(): Promise
 
   return {
     async stop() {
+      await hiddenCommits.stop();
       await watched.stop();
       for (const timer of resumeTimers) clearTimeout(timer);
       resumeTimers.clear();

@@ -1,5 +1,6 @@
 import type { Producer } from 'kafkajs';
 import { LoaderError, errorMessage } from '../errors.js';
+import type { CommittedWrite } from '../kafka/commit-visibility.js';
 import { createDeadLetterEncoder } from '../kafka/dead-letters.js';
 import type { MessageLimits } from '../kafka/message-limits.js';
 import { sendOffsets } from '../kafka/send-offsets.js';
@@ -52,7 +53,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
     stillOwner: () => boolean,
     /** Told each step as it starts (for the fetcher's report of a part that does not finish). */
     onStage: (stage: string) => void = () => undefined,
-  ): Promise<{ plan: PartPlan; letters: DeadLetter[]; headsEnd?: { partition: number; offset: string } } | undefined> => {
+  ): Promise<{ plan: PartPlan; letters: DeadLetter[]; headsEnd?: { partition: number; offset: string }; written: CommittedWrite[] } | undefined> => {
     const { source } = part;
     onStage('encoding');
     const encodedSnapshots = await Promise.all(part.plan.snapshots.map(async (m) => ({ key: m.key, value: await deps.registry.encode(deps.snapshotSchemaId, m.value) })));
@@ -66,6 +67,9 @@ export function createPartPublisher(deps: PartPublisherDeps) {
     const transaction = await producer.transaction();
     let headsEnd: { partition: number; offset: string } | undefined;
     let headsUnknown = false;
+    // Where each partition's records of this transaction begin: once the last stable offset has
+    // passed the first, the transaction is closed there (commit-visibility.ts).
+    const written: CommittedWrite[] = [];
     try {
       const topicMessages = [
         { topic: deps.topics.snapshots, messages: publishable },
@@ -79,6 +83,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
       onStage('sending');
       for (const send of splitSends(topicMessages, limitOf)) {
         const sent = await transaction.sendBatch({ topicMessages: send, acks: -1 });
+        for (const r of sent) if (r.baseOffset !== undefined) written.push({ topic: r.topicName, partition: r.partition, end: (BigInt(r.baseOffset) + 1n).toString() });
         const heads = send.find((t) => t.topic === deps.internal.heads)?.messages.length ?? 0;
         if (heads === 0) continue;
         const where = sent.filter((r) => r.topicName === deps.internal.heads);
@@ -101,7 +106,7 @@ export function createPartPublisher(deps: PartPublisherDeps) {
       await deps.onFailure();
       throw new LoaderError(`snapshot transaction failed, batch will be read again: ${errorMessage(err)}`, { retriable: true, context: { topic: source.topic, partition: source.partition } });
     }
-    return { plan, letters, ...(headsEnd && !headsUnknown ? { headsEnd } : {}) };
+    return { plan, letters, written, ...(headsEnd && !headsUnknown ? { headsEnd } : {}) };
   };
 }
 

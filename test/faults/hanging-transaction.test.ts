@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EnricherMetrics } from '../../src/enricher/enricher-metrics.js';
 import { openHeadCache } from '../../src/enricher/head-cache.js';
 import { createPartitionOwner } from '../../src/enricher/partition-owner.js';
+import { watchHiddenCommits } from '../../src/enricher/hidden-commit-watch.js';
 import { allPartitions } from '../../src/kafka/hanging-transactions.js';
 import { enricherTopics, enricherTopicSpecs } from '../../src/wire/topics.js';
 import { writeRestoreBarrier } from '../../src/enricher/head-store.js';
@@ -149,6 +150,44 @@ describe.skipIf(!nativeKafka)('a transaction left open in a partition without ma
       await owner.close();
       await cache.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('hides the records committed after it, which the fetcher notices and closes its transactions again', async () => {
+    const client = createKafka({ brokers: [(kafka as PrivateService).address], clientId: 'test-hidden-commits', log: silentLogger });
+    const topic = 'watch.enricher.requests';
+    const admin = client.admin();
+    await admin.connect();
+    await ensureTopics(admin, [{ topic, numPartitions: 1 }]);
+    await admin.disconnect();
+    const b = raw as RawKafkaBroker;
+    await b.writeOrphanedTransaction('another-writer', topic, 0, ['orphan']);
+
+    const calls: { topic: string }[] = [];
+    let closed!: () => void;
+    const closing = new Promise<void>((resolve) => (closed = resolve));
+    const watch = watchHiddenCommits({
+      kafka: client,
+      log: silentLogger,
+      metrics: { hiddenCommits: { inc: (labels: { topic: string }) => void calls.push(labels) } } as unknown as Pick<EnricherMetrics, 'hiddenCommits'>,
+      hiddenAfterMs: 2000,
+      closeTransactions: async () => closed(),
+    });
+    const producer = createTransactionalProducer(client, 'watch-writer');
+    await producer.connect();
+    try {
+      const transaction = await producer.transaction();
+      const sent = await transaction.send({ topic, acks: -1, messages: [{ value: 'committed', partition: 0 }] });
+      await transaction.commit();
+      expect(sent[0]?.baseOffset).toBe('1');
+      watch.committed([{ topic, partition: 0, end: '2' }]);
+      // Committed, yet behind the orphan's records: the last stable offset stays at 0.
+      await closing;
+      expect(calls).toEqual([{ topic }]);
+      expect((await b.endOffsets(topic, [0])).get(0)?.lastStable).toBe(0n);
+    } finally {
+      await watch.stop();
+      await producer.disconnect();
     }
   });
 });
