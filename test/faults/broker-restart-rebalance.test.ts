@@ -25,12 +25,10 @@ afterAll(async () => {
   }
 });
 
-// Quarantined (README, Known limits): in about one run in twenty-five a fetcher transaction whose
-// commit the broker acknowledged right before its shutdown is left without COMMIT markers on a
-// request partition, whose last stable offset then hides the drain's sentinels for good. Every
-// other defect these runs found is fixed and tested on its own. RUN_QUARANTINED=1 runs it.
-const quarantined = process.env.RUN_QUARANTINED !== '1';
-describe.skipIf(!nativeKafka || quarantined)('fault: the Kafka broker stopped during a rebalance', () => {
+// A fetcher transaction whose commit the broker acknowledged right before its shutdown can be
+// left without markers in a partition (a hanging transaction); the fetcher closes it
+// (src/kafka/hanging-transactions.ts, src/enricher/hidden-commit-watch.ts).
+describe.skipIf(!nativeKafka)('fault: the Kafka broker stopped during a rebalance', () => {
   it('loses no acknowledged webhook and writes exact versions', async () => {
     const r = run as FaultRun;
     const broker = (kafka as PrivateService).service;

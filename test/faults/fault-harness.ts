@@ -161,6 +161,8 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     // Several components share two cores here: the drain gets the room of a generous supervisor.
     SHUTDOWN_TIMEOUT_MS: '30000',
     ENRICHER_GONE_CONFIRM_MS: '1000',
+    // A commit hidden behind a transaction left open is closed well within the drain's wait.
+    ENRICHER_HANGING_TRANSACTION_MS: '30000',
     ...options.componentEnv?.[component],
   });
 
