@@ -3,6 +3,7 @@ import { errorMessage } from '../errors.js';
 import type { Health } from '../health.js';
 import type { Logger } from '../log.js';
 import { backoffDelayMs } from '../retry.js';
+import { commitPastMarkers } from './commit-past-markers.js';
 
 export interface SupervisedConsumer {
   /** The consumer instance running now (it changes after a replacement). */
@@ -37,6 +38,7 @@ export interface SupervisedConsumerOptions {
  * group rejoins), and then the consumer stays stopped while the process looks alive: the
  * pipeline stalls with nothing in any log after the crash (found by the broker-restart fault
  * test). Here such a crash replaces the instance, with backoff, until it joins its group again;
+ * and each instance commits past batches of nothing but markers (commit-past-markers.ts);
  * /readyz says so meanwhile. Offsets were only ever committed after the work they cover, so the
  * new instance resumes exactly where the old one safely stopped.
  */
@@ -46,6 +48,7 @@ export async function startSupervisedConsumer(options: SupervisedConsumerOptions
   let attempt = 0;
 
   const launch = async (c: Consumer) => {
+    commitPastMarkers(c, options.log);
     c.on(c.events.GROUP_JOIN, () => {
       attempt = 0;
       options.health.setCondition(options.name, undefined);
