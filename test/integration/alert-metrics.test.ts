@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { silentLogger } from '../../src/log.js';
+import { packageRoot } from '../../src/package-root.js';
+import { startSimulator, type Simulator } from '../../src/simulator/simulator.js';
+import { VERSION } from '../../src/version.js';
+import { testConfig } from '../helpers/environment.js';
+import { freePort } from '../helpers/free-port.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { alertRules, dashboardExprs, exportedAs, metricNames, metricTypes } from './alert-files.js';
+
+/**
+ * The ingress, the enricher and the sink, each started from the built CLI as an operator would,
+ * with the sandbox's webhooks flowing through them into the warehouse. Then:
+ * - every metric name the shipped alert rules and the Grafana dashboard use is on the /metrics
+ *   page of one of them, so a renamed metric fails here rather than silencing an alert;
+ * - every line each one wrote, on stdout and stderr, from start to a drained stop, is a JSON
+ *   object naming its service and the build's version: a log pipeline can parse all of it.
+ */
+type Component = 'ingress' | 'enricher' | 'sink';
+const COMPONENTS: Component[] = ['sink', 'enricher', 'ingress'];
+/** Series Prometheus makes itself, per scrape target. */
+const PROMETHEUS_OWN = new Set(['up']);
+
+interface Running {
+  child: ChildProcess;
+  port: number;
+  stdout: string;
+  stderr: string;
+}
+
+const config = testConfig();
+let pool: pg.Pool;
+let sim: Simulator;
+const running = new Map<Component, Running>();
+
+beforeAll(async () => {
+  pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'alert-metrics-test', log: silentLogger, max: 2 });
+  await migrate(pool, { schema: config.databaseSchema, log: silentLogger });
+  const ports = { ingress: await freePort(), enricher: await freePort(), sink: await freePort() };
+  sim = await startSimulator({ seed: 31, rateLimit: { requestsPerSecond: 0 }, webhookUrl: `http://127.0.0.1:${ports.ingress}/webhooks`, delivery: { retryBaseDelayMs: 100 } });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KAFKA_BROKERS: config.kafkaBrokers.join(','),
+    SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
+    DATABASE_URL: config.databaseUrl,
+    DATABASE_SCHEMA: config.databaseSchema,
+    TOPIC_PREFIX: config.topicPrefix,
+    LOG_LEVEL: 'info',
+    BILLING_API_URL: sim.baseUrl,
+    BILLING_AUTH_URL: sim.authUrl,
+    BILLING_CLIENT_ID: sim.clientId,
+    BILLING_CLIENT_SECRET: sim.clientSecret,
+    BILLING_API_REQUESTS_PER_SECOND: '200',
+    INGRESS_PORT: String(ports.ingress),
+    ENRICHER_PORT: String(ports.enricher),
+    SINK_PORT: String(ports.sink),
+  };
+  for (const component of COMPONENTS) {
+    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'billing-loader.js'), component], { cwd: packageRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const r: Running = { child, port: ports[component], stdout: '', stderr: '' };
+    child.stdout?.on('data', (d: Buffer) => (r.stdout += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (r.stderr += d.toString()));
+    running.set(component, r);
+  }
+  for (const [name, r] of running) {
+    await waitFor(
+      async () => {
+        if (r.child.exitCode !== null) throw new Error(`${name} exited with ${r.child.exitCode}: ${r.stderr.slice(-2000)}`);
+        return (await fetch(`http://127.0.0.1:${r.port}/readyz`)).status === 200;
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: `${name} ready` },
+    );
+  }
+  await sim.runScenario({ name: 'default', customers: 4 });
+  const versions = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${quoteIdent(config.databaseSchema)}.resource_versions`)).rows[0]?.n ?? 0;
+  await waitFor(async () => (await versions()) > 0, { timeoutMs: 120_000, intervalMs: 250, what: 'versions in the warehouse' });
+}, 300_000);
+
+afterAll(async () => {
+  for (const r of running.values()) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+  await sim?.stop();
+  await pool?.query(`DROP SCHEMA IF EXISTS ${quoteIdent(config.databaseSchema)} CASCADE`);
+  await pool?.end();
+});
+
+describe('the metrics the alert rules and the dashboard use', () => {
+  it('are all exported by the running ingress, enricher and sink', async () => {
+    const types = new Map<string, string>();
+    for (const [name, r] of running) {
+      const page = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
+      const own = metricTypes(page);
+      expect(own.size, `${name} /metrics`).toBeGreaterThan(0);
+      for (const [metric, type] of own) types.set(metric, type);
+    }
+    const used = [
+      ...alertRules().map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
+      ...dashboardExprs().map((e) => ({ where: `panel ${e.panel}`, expr: e.expr })),
+    ];
+    const names = used.flatMap(({ where, expr }) => metricNames(expr).map((metric) => ({ where, metric })));
+    expect(names.length).toBeGreaterThan(used.length - 1);
+    const missing = names.filter(({ metric }) => !PROMETHEUS_OWN.has(metric) && exportedAs(metric, types) === undefined);
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('the components\' output', () => {
+  it('is JSON lines only, on stdout and stderr, each with its service and the version, from start to a drained stop', async () => {
+    for (const component of ['ingress', 'enricher', 'sink'] as Component[]) {
+      const r = running.get(component) as Running;
+      const exited = once(r.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      r.child.kill('SIGTERM');
+      const [code] = await exited;
+      expect(code, `${component} exit code; ${r.stderr.slice(-2000)}`).toBe(0);
+      const lines = `${r.stdout}\n${r.stderr}`.split('\n').filter((l) => l.trim() !== '');
+      expect(lines.length, component).toBeGreaterThan(1);
+      for (const line of lines) {
+        let parsed: unknown;
+        expect(() => (parsed = JSON.parse(line)), `${component} wrote a line that is not JSON: ${line}`).not.toThrow();
+        expect(parsed, line).toMatchObject({ service: component, version: VERSION, level: expect.any(String), msg: expect.any(String) });
+      }
+      expect(r.stderr, component).toContain('"msg":"stopped"');
+    }
+  }, 120_000);
+});
