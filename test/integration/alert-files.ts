@@ -87,6 +87,25 @@ export function exportedAs(name: string, types: Map<string, string>): string | u
   return type === 'histogram' || type === 'summary' ? base : undefined;
 }
 
+/** Each `name{label="…", …}` selector of a PromQL expression: the metric and the label names it matches on. */
+export function selectors(expr: string): { metric: string; labels: string[] }[] {
+  return [...expr.matchAll(/([A-Za-z_:][A-Za-z0-9_:]*)\s*\{([^}]*)\}/g)].map((m) => ({
+    metric: m[1] as string,
+    labels: [...(m[2] as string).matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"/g)].map((l) => l[1] as string),
+  }));
+}
+
+/** The label names each metric's samples carry on a Prometheus text page (only metrics with samples). */
+export function sampleLabels(page: string): Map<string, Set<string>> {
+  const labels = new Map<string, Set<string>>();
+  for (const m of page.matchAll(/^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})? \S+$/gm)) {
+    const set = labels.get(m[1] as string) ?? new Set<string>();
+    for (const l of (m[2] ?? '').matchAll(/([A-Za-z_][A-Za-z0-9_]*)="/g)) set.add(l[1] as string);
+    labels.set(m[1] as string, set);
+  }
+  return labels;
+}
+
 /** `# TYPE <name> <type>` of a Prometheus text page: every metric registered, with or without samples yet. */
 export function metricTypes(page: string): Map<string, string> {
   const types = new Map<string, string>();

@@ -12,7 +12,7 @@ import { VERSION } from '../../src/version.js';
 import { testConfig } from '../helpers/environment.js';
 import { freePort } from '../helpers/free-port.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { alertRules, dashboardExprs, exportedAs, metricNames, metricTypes } from './alert-files.js';
+import { alertRules, dashboardExprs, exportedAs, metricNames, metricTypes, sampleLabels, selectors } from './alert-files.js';
 
 /**
  * The ingress, the enricher and the sink, each started from the built CLI as an operator would,
@@ -90,22 +90,44 @@ afterAll(async () => {
 });
 
 describe('the metrics the alert rules and the dashboard use', () => {
+  const used = () => [
+    ...alertRules().map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
+    ...dashboardExprs().map((e) => ({ where: `panel ${e.panel}`, expr: e.expr })),
+  ];
+  const pages = () => Promise.all([...running].map(async ([name, r]) => ({ name, page: await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text() })));
+
   it('are all exported by the running ingress, enricher and sink', async () => {
     const types = new Map<string, string>();
-    for (const [name, r] of running) {
-      const page = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
+    for (const { name, page } of await pages()) {
       const own = metricTypes(page);
       expect(own.size, `${name} /metrics`).toBeGreaterThan(0);
       for (const [metric, type] of own) types.set(metric, type);
     }
-    const used = [
-      ...alertRules().map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
-      ...dashboardExprs().map((e) => ({ where: `panel ${e.panel}`, expr: e.expr })),
-    ];
-    const names = used.flatMap(({ where, expr }) => metricNames(expr).map((metric) => ({ where, metric })));
-    expect(names.length).toBeGreaterThan(used.length - 1);
+    const names = used().flatMap(({ where, expr }) => metricNames(expr).map((metric) => ({ where, metric })));
+    expect(names.length).toBeGreaterThan(used().length - 1);
     const missing = names.filter(({ metric }) => !PROMETHEUS_OWN.has(metric) && exportedAs(metric, types) === undefined);
     expect(missing).toEqual([]);
+  });
+
+  it('are matched on labels their series carry (where the run gave the metric series)', async () => {
+    const labels = new Map<string, Set<string>>();
+    for (const { page } of await pages()) {
+      for (const [metric, names] of sampleLabels(page)) labels.set(metric, new Set([...(labels.get(metric) ?? []), ...names]));
+    }
+    // instance and job are the scrape's, added by Prometheus.
+    const wrong: string[] = [];
+    let checked = 0;
+    for (const { where, expr } of used()) {
+      for (const { metric, labels: matched } of selectors(expr)) {
+        const carried = labels.get(metric);
+        if (!carried) continue;
+        checked++;
+        for (const label of matched) if (label !== 'instance' && label !== 'job' && !carried.has(label)) wrong.push(`${where}: ${metric}{${label}} (its series carry ${[...carried].join(', ') || 'no label'})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    // Not vacuous: the scenario gave series to the labelled metrics most rules match on.
+    expect(checked).toBeGreaterThan(20);
   });
 });
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.js';
-import { RULES_FILE, RULES_TEST_FILE, alertRules, checkExprs, dashboard, dashboardExprs, headingAnchors, metricNames, promtool, ruleTests } from './alert-files.js';
+import { RULES_FILE, RULES_TEST_FILE, alertRules, checkExprs, dashboard, dashboardExprs, headingAnchors, metricNames, promtool, ruleTests, sampleLabels, selectors } from './alert-files.js';
 
 /**
  * The shipped alert rules and dashboard, checked by promtool (Debian's `prometheus` package):
@@ -102,8 +102,10 @@ describe('deploy/grafana/billing-loader.json', () => {
     expect((await checkExprs(['sum(rate(billing_loader_api_requests_total[5m])'])).ok).toBe(false);
   });
 
-  it('reads metric names out of PromQL the way the metric check needs', () => {
+  it('reads metric names and label matchers out of PromQL, and label names out of /metrics, the way the metric check needs', () => {
     expect(metricNames('sum by (le) (rate(billing_loader_x_bucket{instance=~"a|b", le="+Inf"}[5m])) > 0 unless on(group) up{job="j"} offset 5m').sort()).toEqual(['billing_loader_x_bucket', 'up']);
     expect(metricNames('histogram_quantile(0.95, sum by (le) (rate(a_bucket[15m]))) > 120 and b == 0')).toEqual(['a_bucket', 'b']);
+    expect(selectors('sum(rate(a_total{status=~"5..|x", endpoint!="token"}[5m])) / b{le="+Inf"}')).toEqual([{ metric: 'a_total', labels: ['status', 'endpoint'] }, { metric: 'b', labels: ['le'] }]);
+    expect(sampleLabels('# TYPE a counter\na_total{stage="x",topic="t"} 3\nb 1\n')).toEqual(new Map([['a_total', new Set(['stage', 'topic'])], ['b', new Set()]]));
   });
 });
