@@ -10,6 +10,7 @@ import { stopOnSignal } from '../lifecycle.js';
 import { createLogger, type Logger, type LogLevel } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { startOpsServer } from '../ops-server.js';
+import { registerReadinessMetrics } from '../readiness-metrics.js';
 import { createRegistry, type Registry } from '../registry/registry.js';
 import { startStageWatch, type StageWatch } from '../watch/stall-watchdog.js';
 import { createWatchMetrics } from '../watch/watch-metrics.js';
@@ -48,6 +49,7 @@ export function composeComponents(config: Config, options: { service: string; cl
   const log = createLogger(options.logLevel ?? config.logLevel, undefined, { service: options.service });
   const metrics = createMetrics();
   const health = createHealth();
+  registerReadinessMetrics(metrics, health);
   const watch = startStageWatch({
     log: log.child({ component: 'watchdog' }),
     health,
