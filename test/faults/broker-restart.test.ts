@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/wait-for.js';
-import { expectNothingLost, startFaultRun, type FaultRun } from './fault-harness.js';
-import { nativeKafka, startPrivateKafka, type PrivateService } from './private-services.js';
+import { describe, expect, it } from 'vitest';
+import { brokerOutage, useBrokerFaultRun } from './broker-faults.js';
+import { expectNothingLost } from './fault-harness.js';
+import { nativeKafka } from './private-services.js';
 
 /**
  * The Kafka broker stopped mid-scenario and started again, under all three running components.
@@ -9,20 +9,7 @@ import { nativeKafka, startPrivateKafka, type PrivateService } from './private-s
  * and every component reconnects by itself: nothing acknowledged is lost, no version repeated
  * (docs/CONTRACT.md properties 1 and 6). The broker is this test's own (see private-services.ts).
  */
-let kafka: PrivateService | undefined;
-let run: FaultRun | undefined;
-beforeAll(async () => {
-  if (!nativeKafka) return;
-  kafka = await startPrivateKafka();
-  run = await startFaultRun({ fault: 'broker-restart', seed: 404, env: { KAFKA_BROKERS: kafka.address } });
-});
-afterAll(async () => {
-  try {
-    await run?.stop();
-  } finally {
-    await kafka?.dispose();
-  }
-});
+const faultRun = useBrokerFaultRun({ fault: 'broker-restart', seed: 404 });
 
 // A fetcher transaction whose commit the broker acknowledged right before its shutdown can be
 // left without markers in a partition (a hanging transaction); the fetcher closes it
@@ -34,18 +21,11 @@ describe.skipIf(!nativeKafka)('fault: the Kafka broker stopped and restarted', (
   // fetcher and sink replace such a consumer); the router's producer variant
   // (OUT_OF_ORDER_SEQUENCE_NUMBER after the restart) is fixed in src/enricher/router.ts.
   it('loses no acknowledged webhook and writes exact versions', async () => {
-    const r = run as FaultRun;
-    const broker = (kafka as PrivateService).service;
+    const { run: r, broker } = faultRun();
     const scenario = r.playScenario();
     await r.waitForRows(30);
-    try {
-      await broker.stop();
-      // The ingress refuses while the broker is away: the sender sees 503s and will retry.
-      await waitFor(() => r.sim.deliveries().some((d) => d.attempts.some((a) => a.status === 503)), { timeoutMs: 60_000, what: 'a 503 from the ingress' });
-    } finally {
-      await broker.start();
-      await broker.waitReady(90_000);
-    }
+    // The ingress refuses while the broker is away: the sender sees 503s and will retry.
+    await brokerOutage(r, broker);
     expect((await scenario).completed).toBe(true);
     const result = await r.finish();
     expect(result.figures.failedAttempts).toBeGreaterThan(0);
