@@ -295,6 +295,8 @@ export const COMMAND_SETTINGS = {
   repartition: [...S.kafka, 'logLevel'],
   dlq: [...S.kafka, ...S.registry, 'logLevel'],
   repair: [...S.kafka, ...S.registry, 'logLevel'],
+  // After a database restore: reads the warehouse's stored offsets, moves the sink's groups (docs/OPERATIONS.md, Backup and restore).
+  'repair-sink-offsets': [...S.kafka, ...S.database, ...S.sink, 'logLevel'],
   replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],
   stack: ['stackDir'],
   dashboard: ['dashboardDatabaseUrl', ...S.database, 'dashboardPort', ...S.service],

@@ -5,9 +5,10 @@ import { createLogger } from '../log.js';
 import { createRegistry } from '../registry/registry.js';
 import { cliConfig } from './cli-config.js';
 import { environmentHelp } from './env-help.js';
+import { registerRepairSinkOffsets } from './repair-sink-offsets-command.js';
 
 export function registerRepair(program: Command): void {
-  const repair = program.command('repair').description('rebuild state the pipeline keeps in Kafka after it was lost');
+  const repair = program.command('repair').description('rebuild state the pipeline keeps in Kafka after it was lost, or bring it back in line with a restored warehouse');
   repair
     .command('heads')
     .description("rebuild the enricher's heads topic (<prefix>.enricher.heads) from the snapshot log, so that versions go on from the latest in the log (the enricher must be stopped)")
@@ -28,4 +29,5 @@ export function registerRepair(program: Command): void {
       const verb = opts.dryRun ? 'would write' : 'wrote';
       console.log(`repair heads: ${report.resources} resource(s) in the snapshot log; ${verb} ${report.written} head(s), ${report.current} already current${report.undecodable > 0 ? `; ${report.undecodable} undecodable record(s) skipped` : ''}`);
     });
+  registerRepairSinkOffsets(repair);
 }

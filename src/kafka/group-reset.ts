@@ -20,12 +20,12 @@ export interface OffsetMove {
  * Refuses while the group has members: moving offsets under a running consumer would be
  * overwritten by its next commit (and Kafka rejects it anyway). The message says what to stop.
  */
-export async function assertGroupInactive(admin: Admin, groupId: string, what: string): Promise<void> {
+export async function assertGroupInactive(admin: Admin, groupId: string, what: string, command = 'replay'): Promise<void> {
   const { groups } = await admin.describeGroups([groupId]);
   const members = groups[0]?.members ?? [];
   if (members.length > 0) {
     const who = [...new Set(members.map((m) => `${m.clientId}@${m.clientHost.replace(/^\//, '')}`))].join(', ');
-    throw new UserError(`consumer group '${groupId}' has ${members.length} active member(s) (${who}); stop the ${what} first, then run replay again`);
+    throw new UserError(`consumer group '${groupId}' has ${members.length} active member(s) (${who}); stop the ${what} first, then run ${command} again`);
   }
 }
 

@@ -191,11 +191,21 @@ async function insertSnapshot(client: pg.PoolClient, schema: string, r: Snapshot
 async function insertWebhooks(client: pg.PoolClient, schema: string, rows: WebhookRow[]): Promise<number> {
   if (rows.length === 0) return 0;
   const result = await client.query(
-    `INSERT INTO ${quoteIdent(schema)}.webhook_events (event_id, event, received_at, payload, entity_id, retry_count)
-     SELECT id, event, received_at, body::jsonb, entity_id, retry_count
-       FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::int[]) AS w(id, event, received_at, body, entity_id, retry_count)
+    `INSERT INTO ${quoteIdent(schema)}.webhook_events (event_id, event, received_at, payload, entity_id, retry_count, kafka_partition, kafka_offset)
+     SELECT id, event, received_at, body::jsonb, entity_id, retry_count, kafka_partition, kafka_offset
+       FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[]) AS w(id, event, received_at, body, entity_id, retry_count, kafka_partition, kafka_offset)
      ON CONFLICT (event_id) DO NOTHING`,
-    [rows.map((r) => r.eventId), rows.map((r) => r.event), rows.map((r) => new Date(r.receivedAtMs).toISOString()), rows.map((r) => r.body), rows.map((r) => r.entityId), rows.map((r) => r.retryCount)],
+    [
+      rows.map((r) => r.eventId),
+      rows.map((r) => r.event),
+      rows.map((r) => new Date(r.receivedAtMs).toISOString()),
+      rows.map((r) => r.body),
+      rows.map((r) => r.entityId),
+      rows.map((r) => r.retryCount),
+      // Where the row came from in <prefix>.webhooks: what a rewind after a database restore starts from.
+      rows.map((r) => r.coordinates.partition),
+      rows.map((r) => r.coordinates.offset),
+    ],
   );
   return result.rowCount ?? 0;
 }

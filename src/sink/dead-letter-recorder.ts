@@ -65,7 +65,10 @@ export async function startDeadLetterRecorder(deps: DeadLetterRecorderDeps): Pro
     if (!done) return;
     deps.health.setCondition(RECORD_CONDITION, undefined);
     resolveOffset(last.offset);
-    await commitOffsetsIfNecessary();
+    // Explicit offsets: without them kafkajs commits only under autoCommitInterval/Threshold, which
+    // this consumer (autoCommit off) does not set, so the group would never commit and every start
+    // would read both DLQs from their beginning again.
+    await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }] }] });
   };
   const consumer = await startSupervisedConsumer({
     name: 'sink.dead-letter-consumer',
