@@ -37,8 +37,11 @@ describe('sink: a poison record reaches the DLQ and the sink goes on (docs/CONTR
     await waitFor(async () => (await metricValue(sink.metrics, 'billing_loader_sink_dead_letters_total')) === 5, { what: 'five dead letters' });
     await waitFor(async () => (await h.count(`SELECT count(*) n FROM ${h.table('webhook_events')}`)) === 1, { what: 'good webhook' });
 
-    const { rows } = await h.pool.query(`SELECT resource_id FROM ${h.table('resource_versions')} ORDER BY resource_id`);
-    expect(rows.map((r) => r.resource_id)).toEqual(['after', 'before']);
+    // The good snapshots' partitions may be written after the dead letters were counted: wait for
+    // both, then check nothing else landed.
+    const ids = async () => (await h.pool.query<{ resource_id: string }>(`SELECT resource_id FROM ${h.table('resource_versions')} ORDER BY resource_id`)).rows.map((r) => r.resource_id);
+    await waitFor(async () => (await ids()).length >= 2, { what: 'the two good snapshots' });
+    expect(await ids()).toEqual(['after', 'before']);
 
     const snapshotLetters = await readDeadLetters(h, h.names.snapshotsDlq, 4);
     const byKey = new Map(snapshotLetters.map((l) => [l.key?.toString(), l]));
