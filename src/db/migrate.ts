@@ -119,7 +119,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
       return refreshDerivedObjects(c, options.schema, typed, metrics, options.log);
     });
     if (derived.outcome === 'recreated') {
-      options.log.info('analyst views created', { schema: options.schema, views: derived.views, functions: derived.functions, factsReextracted: derived.factsReextracted });
+      options.log.info('analyst views created', { schema: options.schema, changed: derived.changed, all: derived.all, factsReextracted: derived.factsReextracted });
     }
     return { applied, alreadyApplied: migrations.map((m) => m.name).filter((n) => !applied.includes(n)), derivedObjects: derived.outcome };
   } finally {

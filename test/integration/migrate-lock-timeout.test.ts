@@ -44,10 +44,10 @@ async function userColumns(column: string): Promise<string> {
  * A BI session in the middle of a long transaction that has read every view of the warehouse:
  * it holds AccessShareLock on each of them (and the tables under them) until it ends.
  */
-async function longReader(): Promise<pg.PoolClient> {
+async function longReader(except: readonly string[] = []): Promise<pg.PoolClient> {
   const client = await pool.connect();
   await client.query('BEGIN');
-  const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1`, [schema]);
+  const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname <> ALL ($2)`, [schema, except]);
   expect(rows.length).toBeGreaterThan(20);
   for (const { name } of rows) await client.query(`SELECT * FROM ${s}.${quoteIdent(name)} LIMIT 0`);
   return client;
@@ -138,5 +138,30 @@ describe('migrate beside long queries on the views', () => {
       reader.release();
     }
     expect(await contractColumns()).not.toContain('reference_code_again');
+  });
+
+  it('a typed column added for one type replaces only that type\'s views: a long query on every other view does not hold it up', async () => {
+    const file = join(dir, 'customer.json');
+    await writeFile(file, JSON.stringify({
+      Contract: [{ column: 'reference_code_copy', key: 'ReferenceCode', type: 'text' }],
+      Customer: [{ column: 'address_raw', key: 'Address', type: 'jsonb' }],
+    }));
+    // Every view but the two that gain the column and typed_column_errors, which lists every typed column.
+    const reader = await longReader(['customer_history', 'customer_current', 'typed_column_errors']);
+    try {
+      const lines: Line[] = [];
+      const result = await migrate(pool, { schema, log: recordingLogger(lines), userTypedColumnsFile: file, lockTimeoutMs: 100, lockAttempts: 1 });
+      expect(result.derivedObjects).toBe('recreated');
+      expect(lines.find((l) => l.msg === 'analyst views created')?.fields).toMatchObject({
+        all: false,
+        changed: ['function customer_as_of', 'view customer_current', 'view customer_history', 'view typed_column_errors'],
+      });
+    } finally {
+      await reader.query('ROLLBACK');
+      reader.release();
+    }
+    const { rows } = await pool.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'customer_current' AND column_name = 'address_raw'`, [schema]);
+    expect(rows).toHaveLength(1);
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${s}.customer_as_of('infinity')`)).rows).toEqual([{ n: 0 }]);
   });
 });

@@ -66,6 +66,13 @@ describe('TYPED_COLUMNS_FILE: typed columns of the user\'s own, outside the pack
     // Migrating again changes nothing, and the columns stay.
     expect((await migrate(pool, { schema, log: silentLogger, userTypedColumnsFile: userFile })).derivedObjects).toBe('unchanged');
     expect(await columns(schema, 'customer_current')).toContain('address');
+
+    // A view or function dropped by hand is made again, and only it.
+    await pool.query(`DROP FUNCTION ${s}.customer_as_of(timestamptz)`);
+    await pool.query(`DROP VIEW ${s}.customer_current`);
+    expect((await migrate(pool, { schema, log: silentLogger, userTypedColumnsFile: userFile })).derivedObjects).toBe('recreated');
+    expect(await columns(schema, 'customer_current')).toContain('address');
+    expect((await pool.query(`SELECT address FROM ${s}.customer_as_of('infinity')`)).rows).toEqual([{ address: { City: 'Berlin', Country: 'DE' } }]);
   });
 
   it('the migrate command reads the file TYPED_COLUMNS_FILE names, and refuses a file that is not there in one line', async () => {
