@@ -139,6 +139,21 @@ describe('loadConfig', () => {
     expect(migrateDatabaseUrl(loadConfig({ ...SERVICES, DATABASE_URL: 'postgres://w@h/d', MIGRATE_DATABASE_URL: 'postgres://o@h/d' }))).toBe('postgres://o@h/d');
   });
 
+  it("reads migrate's lock timeout, attempts and the user's typed columns file, each refused in one line when malformed", () => {
+    const defaults = loadConfig(SERVICES);
+    expect([defaults.migrateLockTimeoutMs, defaults.migrateLockAttempts, defaults.typedColumnsFile]).toEqual([5000, 10, undefined]);
+    const dir = mkdtempSync(join(tmpdir(), 'typed-columns-'));
+    const file = join(dir, 'mine.json');
+    writeFileSync(file, '{}');
+    const c = loadConfig({ ...SERVICES, MIGRATE_LOCK_TIMEOUT_MS: '250', MIGRATE_LOCK_ATTEMPTS: '3', TYPED_COLUMNS_FILE: file });
+    expect([c.migrateLockTimeoutMs, c.migrateLockAttempts, c.typedColumnsFile]).toEqual([250, 3, file]);
+    expect(() => loadConfig({ ...SERVICES, MIGRATE_LOCK_TIMEOUT_MS: '0' })).toThrow(/^MIGRATE_LOCK_TIMEOUT_MS: expected a positive integer, got '0'$/);
+    expect(() => loadConfig({ ...SERVICES, MIGRATE_LOCK_ATTEMPTS: 'many' })).toThrow(/^MIGRATE_LOCK_ATTEMPTS: expected a positive integer, got 'many'$/);
+    expect(() => loadConfig({ ...SERVICES, TYPED_COLUMNS_FILE: join(dir, 'absent.json') })).toThrow(/^TYPED_COLUMNS_FILE: no readable file at '.*absent\.json'$/);
+    expect(describeOptions('migrate').map((o) => o.env)).toEqual(expect.arrayContaining(['MIGRATE_LOCK_TIMEOUT_MS', 'MIGRATE_LOCK_ATTEMPTS', 'TYPED_COLUMNS_FILE']));
+    expect(describeOptions('replay').map((o) => o.env)).toEqual(expect.arrayContaining(['MIGRATE_LOCK_TIMEOUT_MS', 'MIGRATE_LOCK_ATTEMPTS', 'TYPED_COLUMNS_FILE']));
+  });
+
   it('refuses a headers time limit longer than the request time limit', () => {
     expect(() => loadConfig({ ...SERVICES, INGRESS_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/^INGRESS_HEADERS_TIMEOUT_MS: must not exceed INGRESS_REQUEST_TIMEOUT_MS/);
   });

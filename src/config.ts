@@ -1,6 +1,7 @@
 import { accessSync, constants as fsConstants, readFileSync, statSync } from 'node:fs';
 import { RESOURCE_TYPE_INFO } from './billing-api/resource-types.js';
 import { ConfigError } from './errors.js';
+import { DEFAULT_MIGRATE_LOCK_ATTEMPTS, DEFAULT_MIGRATE_LOCK_TIMEOUT_MS } from './db/migrate-transaction.js';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 import { tmpdir } from 'node:os';
@@ -197,6 +198,9 @@ export const options = {
   databaseUrl: defaulted({ env: 'DATABASE_URL', description: 'PostgreSQL connection string', defaultText: "required (demo: the local stack's)", default: (c) => connection(c, 'DATABASE_URL'), parse: postgresUrl, secret: true }),
   migrateDatabaseUrl: optional({ env: 'MIGRATE_DATABASE_URL', description: 'PostgreSQL connection string of the login owning the warehouse, for migrate and the DDL of replay --rebuild (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   databaseSchema: defaulted({ env: 'DATABASE_SCHEMA', description: 'PostgreSQL schema holding the warehouse', defaultText: 'billing', default: () => 'billing', parse: identifier }),
+  migrateLockTimeoutMs: defaulted({ env: 'MIGRATE_LOCK_TIMEOUT_MS', description: "longest wait of one migrate statement for a lock on a view or table, in milliseconds (lock_timeout): then its transaction is rolled back and tried again, so a long query on a view holds up the view's new readers for at most about this long", defaultText: String(DEFAULT_MIGRATE_LOCK_TIMEOUT_MS), default: () => DEFAULT_MIGRATE_LOCK_TIMEOUT_MS, parse: positiveInt }),
+  migrateLockAttempts: defaulted({ env: 'MIGRATE_LOCK_ATTEMPTS', description: 'attempts of a migrate transaction whose lock wait timed out (MIGRATE_LOCK_TIMEOUT_MS), with a backoff of 1 s doubling up to 30 s between them, before migrate gives up (exit 1; run it again later)', defaultText: String(DEFAULT_MIGRATE_LOCK_ATTEMPTS), default: () => DEFAULT_MIGRATE_LOCK_ATTEMPTS, parse: positiveInt }),
+  typedColumnsFile: optional({ env: 'TYPED_COLUMNS_FILE', description: 'a JSON file of typed columns of your own, kept outside the package, in the form of warehouse/typed-columns.json; migrate merges it over the packaged mapping (a column of the same name replaces the packaged one, the others are added after them), so an upgrade keeps them (unset: the packaged mapping alone)', parse: readableFile }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
   topicPartitions: defaulted({ env: 'TOPIC_PARTITIONS', description: 'partitions of the topics the loader creates: webhooks, snapshots and the enricher\'s requests, delayed requests and heads, one count for all (DLQs: 1); up to this many enricher and sink instances share the work; an existing topic keeps its count (grow the enricher\'s with repartition)', defaultText: String(PIPELINE_PARTITIONS), default: () => PIPELINE_PARTITIONS, parse: positiveInt }),
   billingApiUrl: optional({ env: 'BILLING_API_URL', description: "the billing service's {base_url}; the loader appends /api/v1/ (required by enricher, backfill)", parse: url }),
@@ -277,6 +281,8 @@ export const SETTINGS_OF = {
   ingress: ['ingressPort', 'ingressTokens', 'ingressMaxBodyBytes', 'ingressMaxPendingBytes', 'ingressMaxConnections', 'ingressHeadersTimeoutMs', 'ingressRequestTimeoutMs', 'ingressKeepAliveTimeoutMs', 'ingressShutdownDelayMs'],
   enricher: ['enricherCoalesceMs', 'enricherNotFoundWindowMs', 'enricherGoneConfirmMs', 'enricherUnreadableAttempts', 'enricherEscalationSettingsIntervalMs', 'enricherHangingTransactionMs', 'enricherStateDir'],
   sink: ['sinkGroupId'],
+  /** What migrate applies and how it waits for locks (migrate, and replay --rebuild, which migrates its fresh schema). */
+  migrate: ['migrateLockTimeoutMs', 'migrateLockAttempts', 'typedColumnsFile'],
 } as const satisfies Record<string, readonly OptionKey[]>;
 
 const S = SETTINGS_OF;
@@ -291,13 +297,13 @@ export const COMMAND_SETTINGS = {
   backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
   // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
   demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
-  migrate: ['migrateDatabaseUrl', ...S.database, 'logLevel'],
+  migrate: ['migrateDatabaseUrl', ...S.database, ...S.migrate, 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   dlq: [...S.kafka, ...S.registry, 'logLevel'],
   repair: [...S.kafka, ...S.registry, 'logLevel'],
   // After a database restore: reads the warehouse's stored offsets, moves the sink's groups (docs/OPERATIONS.md, Backup and restore).
   'repair-sink-offsets': [...S.kafka, ...S.database, ...S.sink, 'logLevel'],
-  replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.sink, 'logLevel'],
+  replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.migrate, ...S.sink, 'logLevel'],
   stack: ['stackDir'],
   dashboard: ['dashboardDatabaseUrl', ...S.database, 'dashboardPort', ...S.service],
 } as const satisfies Record<string, readonly OptionKey[]>;

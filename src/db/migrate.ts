@@ -4,21 +4,24 @@ import type pg from 'pg';
 import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { packageRoot } from '../package-root.js';
-import { createAnalystObjects } from '../warehouse/analyst-views.js';
-import { createMetricViews, dropMetricViews, loadMetricViewsSql } from '../warehouse/metric-views.js';
-import { loadTypedColumns } from '../warehouse/typed-columns.js';
-import { refreshVersionFacts } from '../warehouse/version-facts.js';
+import type { Config } from '../config.js';
+import { ensureDerivedObjectsTable, refreshDerivedObjects, type DerivedObjectsOutcome } from '../warehouse/migrate-derived.js';
+import { loadMetricViewsSql } from '../warehouse/metric-views.js';
+import { loadTypedColumns, mergeTypedColumns } from '../warehouse/typed-columns.js';
 import { checksumMatches, migrationChecksum } from './migration-checksum.js';
+import { DEFAULT_MIGRATE_LOCK_ATTEMPTS, DEFAULT_MIGRATE_LOCK_TIMEOUT_MS, lockedTransaction, type LockPolicy } from './migrate-transaction.js';
 import { quoteIdent } from './pool.js';
 
 export const migrationsDir = join(packageRoot, 'migrations');
 
-export interface MigrateOptions {
+export interface MigrateOptions extends Partial<LockPolicy> {
   /** Schema that receives the warehouse; the SQL files use unqualified names inside it. */
   schema: string;
   dir?: string;
-  /** The typed column mapping of the analyst views; default warehouse/typed-columns.json. */
+  /** The packaged typed column mapping; default warehouse/typed-columns.json (a test gives an older release's). */
   typedColumnsFile?: string;
+  /** The user's own typed columns (TYPED_COLUMNS_FILE), merged over the packaged mapping; default none. */
+  userTypedColumnsFile?: string;
   /** The metric views; default warehouse/metric-views.sql (a test gives an older release's). */
   metricViewsFile?: string;
   log: Logger;
@@ -27,6 +30,13 @@ export interface MigrateOptions {
 export interface MigrateResult {
   applied: string[];
   alreadyApplied: string[];
+  /** Whether the analyst and metric views were re-created, or already matched their definitions. */
+  derivedObjects: DerivedObjectsOutcome;
+}
+
+/** The settings of migrate's that come from the configuration (for `migrate` and `replay --rebuild`). */
+export function migrateSettings(config: Config): Pick<MigrateOptions, 'userTypedColumnsFile' | 'lockTimeoutMs' | 'lockAttempts'> {
+  return { userTypedColumnsFile: config.typedColumnsFile, lockTimeoutMs: config.migrateLockTimeoutMs, lockAttempts: config.migrateLockAttempts };
 }
 
 interface Migration {
@@ -47,76 +57,72 @@ async function readMigrations(dir: string): Promise<Migration[]> {
 
 /**
  * Applies `migrations/NNNN_name.sql` in order, each in its own transaction with `search_path`
- * set to the target schema, recording each in `<schema>.schema_migrations`. A transaction-level
- * advisory lock per schema makes concurrent runs wait for each other instead of racing; a file
- * whose statements changed after it was applied is refused (migrations are append-only; comments
- * may be reworded).
+ * set to the target schema, recording each in `<schema>.schema_migrations`. Every transaction
+ * takes the schema's transaction-level advisory lock and reads what is applied under it, so
+ * concurrent runs wait for each other and apply each file once, and no lock outlives a
+ * transaction (safe behind a transaction-pooling proxy). A file whose statements changed after
+ * it was applied is refused (migrations are append-only; comments may be reworded).
  *
- * Then, in one more transaction under the same lock, the analyst views and functions are
- * recreated from the typed column mapping: they are derived, not history, so every run may
- * replace them, and a user extends the mapping by editing it and migrating again. The metric views
- * (warehouse/metric-views.sql) read those views: they are dropped before and created after them
- * in the same transaction, so a mapping change never fails on them and never leaves them missing.
- * The fields version_facts stores follow the mapping too: when its key list changed, they are
- * re-extracted from the bodies in that transaction (src/warehouse/version-facts.ts).
+ * Then, in one more transaction under the same lock, the analyst views and functions (from the
+ * packaged typed column mapping with the user's file merged over it) and the metric views
+ * (warehouse/metric-views.sql) are applied when their definitions changed since the last run
+ * (src/warehouse/migrate-derived.ts); with nothing changed, no view is touched.
+ *
+ * Every transaction waits at most `lockTimeoutMs` for each lock it needs and is retried up to
+ * `lockAttempts` times with backoff (src/db/migrate-transaction.ts).
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
+  const typed = options.userTypedColumnsFile === undefined
+    ? await loadTypedColumns(options.typedColumnsFile)
+    : mergeTypedColumns(await loadTypedColumns(options.typedColumnsFile), await loadTypedColumns(options.userTypedColumnsFile));
+  const metrics = await loadMetricViewsSql(options.metricViewsFile);
   const schema = quoteIdent(options.schema);
+  const policy: LockPolicy = {
+    lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_MIGRATE_LOCK_TIMEOUT_MS,
+    lockAttempts: options.lockAttempts ?? DEFAULT_MIGRATE_LOCK_ATTEMPTS,
+    retryMinDelayMs: options.retryMinDelayMs,
+    retryMaxDelayMs: options.retryMaxDelayMs,
+  };
   const client = await pool.connect();
-  const result: MigrateResult = { applied: [], alreadyApplied: [] };
+  const inLock = <T>(step: string, work: (c: pg.PoolClient) => Promise<T>): Promise<T> => lockedTransaction(client, { ...policy, schema: options.schema, step, log: options.log }, work);
+  const applied: string[] = [];
   try {
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`billing-loader.migrate:${options.schema}`]);
-    try {
-      // Concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the catalog; the lock above serialises it.
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      const { rows } = await client.query<{ name: string; checksum: string }>(`SELECT name, checksum FROM ${schema}.schema_migrations`);
-      const done = new Map(rows.map((r) => [r.name, r.checksum]));
-      for (const m of migrations) {
-        const applied = done.get(m.name);
-        if (applied !== undefined) {
-          if (!checksumMatches(m.name, applied, m.sql)) {
+    await inLock('bookkeeping', async (c) => {
+      await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await c.query(`CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      await ensureDerivedObjectsTable(c, options.schema);
+    });
+    for (;;) {
+      const next = await inLock('migrations', async (c) => {
+        const { rows } = await c.query<{ name: string; checksum: string }>(`SELECT name, checksum FROM ${schema}.schema_migrations`);
+        const done = new Map(rows.map((r) => [r.name, r.checksum]));
+        for (const m of migrations) {
+          const recorded = done.get(m.name);
+          if (recorded !== undefined && !checksumMatches(m.name, recorded, m.sql)) {
             throw new UserError(`migration ${m.name} was changed after it was applied to schema ${options.schema}; migrations are append-only: add a new file instead`);
           }
-          result.alreadyApplied.push(m.name);
-          continue;
         }
-        await client.query('BEGIN');
-        try {
-          await client.query(`SET LOCAL search_path TO ${schema}, public`);
-          await client.query(m.sql);
-          await client.query(`INSERT INTO ${schema}.schema_migrations (name, checksum) VALUES ($1, $2)`, [m.name, m.checksum]);
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK');
-          throw err;
-        }
-        options.log.info('migration applied', { migration: m.name, schema: options.schema });
-        result.applied.push(m.name);
-      }
-      const typed = await loadTypedColumns(options.typedColumnsFile);
-      const metrics = await loadMetricViewsSql(options.metricViewsFile);
-      await client.query('BEGIN');
-      try {
-        await client.query(`SET LOCAL search_path TO ${schema}, public`);
-        await dropMetricViews(client, options.schema, metrics.views);
-        const reextracted = await refreshVersionFacts(client, options.schema, typed, options.log);
-        const objects = await createAnalystObjects(client, options.schema, typed);
-        await createMetricViews(client, options.schema, metrics);
-        await client.query('COMMIT');
-        options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length, factsReextracted: reextracted });
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw err;
-      }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`billing-loader.migrate:${options.schema}`]);
+        const m = migrations.find((x) => !done.has(x.name));
+        if (m === undefined) return undefined;
+        await c.query(`SET LOCAL search_path TO ${schema}, public`);
+        await c.query(m.sql);
+        await c.query(`INSERT INTO ${schema}.schema_migrations (name, checksum) VALUES ($1, $2)`, [m.name, m.checksum]);
+        return m.name;
+      });
+      if (next === undefined) break;
+      options.log.info('migration applied', { migration: next, schema: options.schema });
+      applied.push(next);
     }
+    const derived = await inLock('views', async (c) => {
+      await c.query(`SET LOCAL search_path TO ${schema}, public`);
+      return refreshDerivedObjects(c, options.schema, typed, metrics, options.log);
+    });
+    if (derived.outcome === 'recreated') {
+      options.log.info('analyst views created', { schema: options.schema, changed: derived.changed, all: derived.all, factsReextracted: derived.factsReextracted });
+    }
+    return { applied, alreadyApplied: migrations.map((m) => m.name).filter((n) => !applied.includes(n)), derivedObjects: derived.outcome };
   } finally {
     client.release();
   }
-  return result;
 }

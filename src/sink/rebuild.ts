@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { migrate } from '../db/migrate.js';
+import { migrate, migrateSettings } from '../db/migrate.js';
 import { quoteIdent } from '../db/pool.js';
 import { UserError } from '../errors.js';
 import { topicNames } from '../wire/topics.js';
@@ -76,7 +76,7 @@ export async function rebuildWarehouse(deps: RebuildDeps, config: Config, option
       for (const p of offsets) total += BigInt(p.high) - BigInt(p.low);
     }
     progress(`rebuild: reading ${total} records of ${topics.join(', ')} into schema ${fresh}`);
-    await migrate(pool, { schema: fresh, log });
+    await migrate(pool, { schema: fresh, log, ...migrateSettings(config) });
 
     const stats = { recordsRead: 0, versionsWritten: 0, webhooksWritten: 0, refused: 0 };
     try {

@@ -226,6 +226,26 @@ export interface AnalystObjects {
 }
 
 /**
+ * Whether the schema has wh_case_folded (migration 0015): migrated from an older release's
+ * files, it has none, and <t>_changes compares the stored values as they are.
+ */
+export async function caseFolding(client: pg.PoolClient, schema: string): Promise<boolean> {
+  return (await client.query<{ f: string | null }>(`SELECT to_regprocedure($1) AS f`, [`${quoteIdent(schema)}.wh_case_folded(jsonb)`])).rows[0]?.f != null;
+}
+
+/** The analyst layer's definitions: each view's query and each function's CREATE statement, in creation order. */
+export function analystObjectsSql(schema: string, typed: TypedColumns, folding: boolean): { views: [string, string][]; functions: [string, string][] } {
+  const views: [string, string][] = [[LATEST_VIEW, latestSql()]];
+  const kept = factKeys(typed);
+  for (const type of RESOURCE_TYPES) {
+    const table = RESOURCE_TYPE_INFO[type].table;
+    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type], folding)]);
+  }
+  views.push([TYPED_COLUMN_ERRORS_VIEW, errorsSql(typed)]);
+  return { views, functions: RESOURCE_TYPES.map((type) => [asOfFunction(type), asOfSql(type, schema, typed[type])]) };
+}
+
+/**
  * (Re)creates the analyst layer's views and functions from the typed column mapping, inside the
  * caller's transaction (search_path set to the schema). Views are derived, not history, so they
  * are replaced freely: CREATE OR REPLACE where the columns only grow, otherwise DROP and CREATE
@@ -233,16 +253,7 @@ export interface AnalystObjects {
  */
 export async function createAnalystObjects(client: pg.PoolClient, schema: string, typed: TypedColumns): Promise<AnalystObjects> {
   const s = quoteIdent(schema);
-  const views: [string, string][] = [[LATEST_VIEW, latestSql()]];
-  const kept = factKeys(typed);
-  // wh_case_folded comes with migration 0015; migrated from an older release's files, there is
-  // none, and <t>_changes compares the stored values as they are.
-  const folding = (await client.query<{ f: string | null }>(`SELECT to_regprocedure($1) AS f`, [`${s}.wh_case_folded(jsonb)`])).rows[0]?.f != null;
-  for (const type of RESOURCE_TYPES) {
-    const table = RESOURCE_TYPE_INFO[type].table;
-    views.push([`${table}_history`, historySql(type, typed[type])], [`${table}_current`, currentSql(type, typed[type])], [changesView(type), changesSql(type, kept[type], folding)]);
-  }
-  views.push([TYPED_COLUMN_ERRORS_VIEW, errorsSql(typed)]);
+  const { views, functions: functionSql } = analystObjectsSql(schema, typed, await caseFolding(client, schema));
 
   // The functions depend on the views (SQL-standard bodies record it): drop them first.
   for (const type of RESOURCE_TYPES) await client.query(`DROP FUNCTION IF EXISTS ${s}.${quoteIdent(asOfFunction(type))}(timestamptz)`);
@@ -261,10 +272,6 @@ export async function createAnalystObjects(client: pg.PoolClient, schema: string
     }
     await client.query(`GRANT SELECT ON ${s}.${quoteIdent(name)} TO billing_loader_analyst, billing_loader_writer`);
   }
-  const functions: string[] = [];
-  for (const type of RESOURCE_TYPES) {
-    await client.query(asOfSql(type, schema, typed[type]));
-    functions.push(asOfFunction(type));
-  }
-  return { views: views.map(([name]) => name), functions };
+  for (const [, sql] of functionSql) await client.query(sql);
+  return { views: views.map(([name]) => name), functions: functionSql.map(([name]) => name) };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RESOURCE_TYPES } from '../billing-api/resource-types.js';
-import { loadTypedColumns, parseTypedColumns } from './typed-columns.js';
+import { loadTypedColumns, mergeTypedColumns, parseTypedColumns } from './typed-columns.js';
 
 describe('typed column mapping', () => {
   it('the shipped mapping is valid and gives every type columns', async () => {
@@ -39,5 +39,25 @@ describe('typed column mapping', () => {
 
   it('a customer_id typed column is allowed where the view has none', () => {
     expect(parseTypedColumns({ Order: [{ column: 'customer_id', key: 'CustomerId', type: 'text' }] }).Order).toHaveLength(1);
+  });
+
+  it("a user's file merges over the packaged mapping: same name replaces in place, new columns follow, other types stay", () => {
+    const packaged = parseTypedColumns({
+      Contract: [{ column: 'status', key: 'LifecycleStatus', type: 'text' }, { column: 'plan_id', key: 'PlanId', type: 'text' }],
+      Customer: [{ column: 'locale', key: 'Locale', type: 'text' }],
+    });
+    const user = parseTypedColumns({
+      Contract: [{ column: 'reference_code_raw', key: 'ReferenceCode', type: 'jsonb' }, { column: 'status', key: 'LifecycleStatus', type: 'jsonb' }],
+      Order: [{ column: 'total_net', key: 'Total', type: 'numeric' }],
+    });
+    const merged = mergeTypedColumns(packaged, user);
+    expect(merged.Contract).toEqual([
+      { column: 'status', key: 'LifecycleStatus', type: 'jsonb' },
+      { column: 'plan_id', key: 'PlanId', type: 'text' },
+      { column: 'reference_code_raw', key: 'ReferenceCode', type: 'jsonb' },
+    ]);
+    expect(merged.Customer).toEqual(packaged.Customer);
+    expect(merged.Order).toEqual(user.Order);
+    expect(mergeTypedColumns(packaged, parseTypedColumns({}))).toEqual(packaged);
   });
 });

@@ -84,3 +84,20 @@ export function parseTypedColumns(value: unknown, source = 'typed column mapping
   }
   return out;
 }
+
+/**
+ * The packaged mapping with a user's own (TYPED_COLUMNS_FILE) merged over it, per type: a user's
+ * column of the same name replaces the packaged one in its place; the user's other columns
+ * follow the packaged ones, in the file's order. The user's file lives outside the package, so
+ * an upgrade brings the new packaged columns and keeps the user's.
+ */
+export function mergeTypedColumns(packaged: TypedColumns, user: TypedColumns): TypedColumns {
+  return Object.fromEntries(
+    RESOURCE_TYPES.map((type) => {
+      const mine = new Map(user[type].map((c) => [c.column, c]));
+      const merged = packaged[type].map((c) => mine.get(c.column) ?? c);
+      const packagedNames = new Set(packaged[type].map((c) => c.column));
+      return [type, [...merged, ...user[type].filter((c) => !packagedNames.has(c.column))]];
+    }),
+  ) as unknown as TypedColumns;
+}

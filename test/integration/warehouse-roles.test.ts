@@ -100,7 +100,7 @@ describe('warehouse roles', () => {
     // resource_heads: the writer's view of current_facts, not the analyst's.
     expect(views.rows.map((r) => r.name)).toEqual([...expected, 'resource_heads'].sort());
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
-    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
+    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
       for (const type of RESOURCE_TYPES) await q(`SELECT * FROM ${s}.${quoteIdent(asOfFunction(type))}(now())`);
@@ -108,7 +108,7 @@ describe('warehouse roles', () => {
       await q(`SELECT * FROM ${s}.contract_counts_as_of(now())`);
       await q(`SELECT * FROM ${s}.dead_letters`);
       const denied = { code: '42501' };
-      for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
+      for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
       }
       await expect(q(`INSERT INTO ${s}.resource_heads VALUES ('Contract', 'x', 1, now(), false)`)).rejects.toMatchObject(denied);
