@@ -7,6 +7,7 @@ import { packageRoot } from '../package-root.js';
 import { createAnalystObjects } from '../warehouse/analyst-views.js';
 import { createMetricViews, dropMetricViews, loadMetricViewsSql } from '../warehouse/metric-views.js';
 import { loadTypedColumns } from '../warehouse/typed-columns.js';
+import { moveGrantsToSchemaRoles, type WarehouseRoles } from '../warehouse/schema-roles.js';
 import { refreshVersionFacts } from '../warehouse/version-facts.js';
 import { checksumMatches, migrationChecksum } from './migration-checksum.js';
 import { quoteIdent } from './pool.js';
@@ -21,6 +22,12 @@ export interface MigrateOptions {
   typedColumnsFile?: string;
   /** The metric views; default warehouse/metric-views.sql (a test gives an older release's). */
   metricViewsFile?: string;
+  /**
+   * The group roles the schema is granted to (DATABASE_ROLES; src/warehouse/schema-roles.ts).
+   * Default: the cluster-wide billing_loader_writer and billing_loader_analyst. Other roles get
+   * every privilege those would have on this schema, and those keep none.
+   */
+  roles?: WarehouseRoles;
   log: Logger;
 }
 
@@ -59,6 +66,9 @@ async function readMigrations(dir: string): Promise<Migration[]> {
  * in the same transaction, so a mapping change never fails on them and never leaves them missing.
  * The fields version_facts stores follow the mapping too: when its key list changed, they are
  * re-extracted from the bodies in that transaction (src/warehouse/version-facts.ts).
+ *
+ * With per-schema roles (`roles`), each of those transactions also moves the schema's grants from
+ * the cluster-wide roles to the schema's own before it commits.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
@@ -88,6 +98,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         try {
           await client.query(`SET LOCAL search_path TO ${schema}, public`);
           await client.query(m.sql);
+          if (options.roles) await moveGrantsToSchemaRoles(client, options.schema, options.roles);
           await client.query(`INSERT INTO ${schema}.schema_migrations (name, checksum) VALUES ($1, $2)`, [m.name, m.checksum]);
           await client.query('COMMIT');
         } catch (err) {
@@ -106,6 +117,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         const reextracted = await refreshVersionFacts(client, options.schema, typed, options.log);
         const objects = await createAnalystObjects(client, options.schema, typed);
         await createMetricViews(client, options.schema, metrics);
+        if (options.roles) await moveGrantsToSchemaRoles(client, options.schema, options.roles);
         await client.query('COMMIT');
         options.log.info('analyst views created', { schema: options.schema, views: objects.views.length, functions: objects.functions.length, metricViews: metrics.views.length, factsReextracted: reextracted });
       } catch (err) {
