@@ -2,7 +2,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createKafka } from '../../src/kafka/client.js';
+import { ensureTopics } from '../../src/kafka/topics.js';
 import { silentLogger } from '../../src/log.js';
+import { pipelineTopicSpecs, topicNames } from '../../src/wire/topics.js';
 import { warehouseRoles } from '../../src/warehouse/schema-roles.js';
 import { ANALYST_ROLE, WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { runCli } from '../helpers/cli.js';
@@ -21,7 +24,9 @@ const a = `test_${uniqueSuffix()}`;
 const b = `test_${uniqueSuffix()}`;
 const rolesA = warehouseRoles('schema', a);
 const rolesB = warehouseRoles('schema', b);
-const logins = { writerA: `test_wa_${uniqueSuffix()}`, analystA: `test_aa_${uniqueSuffix()}`, writerB: `test_wb_${uniqueSuffix()}`, shared: `test_ws_${uniqueSuffix()}` };
+const c = `test_${uniqueSuffix()}`;
+const rolesC = warehouseRoles('schema', c);
+const logins = { writerA: `test_wa_${uniqueSuffix()}`, analystA: `test_aa_${uniqueSuffix()}`, writerB: `test_wb_${uniqueSuffix()}`, writerC: `test_wc_${uniqueSuffix()}`, shared: `test_ws_${uniqueSuffix()}` };
 const clients: pg.Client[] = [];
 
 /** A connection as `login` itself (not SET ROLE): what a tenant's deployment holds. */
@@ -54,8 +59,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of clients) await c.end();
-  for (const schema of [a, b]) await owner.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-  for (const role of [...Object.values(logins), rolesA.writer, rolesA.analyst, rolesB.writer, rolesB.analyst]) await owner.query(`DROP ROLE IF EXISTS ${role}`);
+  // A rebuild leaves the replaced schema beside the live one (<schema>_replaced_<time>).
+  const { rows } = await owner.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname = ANY($1) OR nspname LIKE $2`, [[a, b], `${c}%`]);
+  for (const { nspname } of rows) await owner.query(`DROP SCHEMA ${quoteIdent(nspname)} CASCADE`);
+  for (const role of [...Object.values(logins), rolesA.writer, rolesA.analyst, rolesB.writer, rolesB.analyst, rolesC.writer, rolesC.analyst]) await owner.query(`DROP ROLE IF EXISTS ${role}`);
   await owner.end();
 });
 
@@ -114,5 +121,27 @@ describe('DATABASE_ROLES=schema: one writer and one analyst role per warehouse s
       [a, b, WRITER_ROLE, ANALYST_ROLE],
     );
     expect(rows).toEqual([{ n: 0 }]);
+  });
+
+  it('replay --rebuild gives the fresh schema the live schema\'s roles: after the swap the tenant\'s writer appends, the cluster-wide one cannot', async () => {
+    const env = { ...services, DATABASE_SCHEMA: c, DATABASE_ROLES: 'schema', TOPIC_PREFIX: c, LOG_LEVEL: 'warn' };
+    const kafka = createKafka({ brokers: services.KAFKA_BROKERS.split(','), clientId: 'test-tenants', log: silentLogger });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, Object.values(pipelineTopicSpecs(topicNames(c))));
+    } finally {
+      await admin.disconnect();
+    }
+    expect((await runCli(['migrate'], env)).code).toBe(0);
+    const rebuilt = await runCli(['replay', '--rebuild'], env);
+    expect(rebuilt.stderr).toContain('rebuild: swapped in');
+    expect(rebuilt.code).toBe(0);
+    await owner.query(`CREATE ROLE ${logins.writerC} LOGIN IN ROLE ${rolesC.writer}`);
+    const w = await connectAs(logins.writerC);
+    await w.query(contractVersion(c, 'c-c'));
+    await expect(w.query(contractVersion(a, 'c-w'))).rejects.toMatchObject(denied);
+    const s = await connectAs(logins.shared);
+    await expect(s.query(contractVersion(c, 'c-s'))).rejects.toMatchObject(denied);
   });
 });
