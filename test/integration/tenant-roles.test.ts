@@ -25,6 +25,7 @@ const b = `test_${uniqueSuffix()}`;
 const rolesA = warehouseRoles('schema', a);
 const rolesB = warehouseRoles('schema', b);
 const c = `test_${uniqueSuffix()}`;
+const shared = `test_${uniqueSuffix()}`;
 const rolesC = warehouseRoles('schema', c);
 const logins = { writerA: `test_wa_${uniqueSuffix()}`, analystA: `test_aa_${uniqueSuffix()}`, writerB: `test_wb_${uniqueSuffix()}`, writerC: `test_wc_${uniqueSuffix()}`, shared: `test_ws_${uniqueSuffix()}` };
 const clients: pg.Client[] = [];
@@ -60,7 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of clients) await c.end();
   // A rebuild leaves the replaced schema beside the live one (<schema>_replaced_<time>).
-  const { rows } = await owner.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname = ANY($1) OR nspname LIKE $2`, [[a, b], `${c}%`]);
+  const { rows } = await owner.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname = ANY($1) OR nspname LIKE $2`, [[a, b, shared], `${c}%`]);
   for (const { nspname } of rows) await owner.query(`DROP SCHEMA ${quoteIdent(nspname)} CASCADE`);
   for (const role of [...Object.values(logins), rolesA.writer, rolesA.analyst, rolesB.writer, rolesB.analyst, rolesC.writer, rolesC.analyst]) await owner.query(`DROP ROLE IF EXISTS ${role}`);
   await owner.end();
@@ -74,6 +75,27 @@ describe('DATABASE_ROLES=schema: one writer and one analyst role per warehouse s
       { rolname: rolesA.analyst, rolcanlogin: false },
       { rolname: rolesA.writer, rolcanlogin: false },
     ]);
+  });
+
+  it('gives the schema roles exactly what the cluster-wide roles hold on a schema migrated with DATABASE_ROLES=shared', async () => {
+    await migrate(owner, { schema: shared, log: silentLogger });
+    // Every privilege on the schema, its relations and its functions, by object name, of a role.
+    const privileges = async (schema: string, role: string) =>
+      (
+        await owner.query<{ p: string }>(
+          `SELECT 'schema ' || x.privilege_type AS p FROM pg_namespace n, aclexplode(n.nspacl) x WHERE n.nspname = $1 AND x.grantee = $2::regrole
+           UNION ALL SELECT c.relname || ' ' || x.privilege_type FROM pg_class c, aclexplode(c.relacl) x WHERE c.relnamespace = $1::regnamespace AND x.grantee = $2::regrole
+           UNION ALL SELECT p.proname || ' ' || x.privilege_type FROM pg_proc p, aclexplode(p.proacl) x WHERE p.pronamespace = $1::regnamespace AND x.grantee = $2::regrole
+           ORDER BY 1`,
+          [schema, role],
+        )
+      ).rows.map((r) => r.p);
+    const sharedWriter = await privileges(shared, WRITER_ROLE);
+    expect(sharedWriter).toContain('resource_versions INSERT');
+    expect(await privileges(a, rolesA.writer)).toEqual(sharedWriter);
+    const sharedAnalyst = await privileges(shared, ANALYST_ROLE);
+    expect(sharedAnalyst).toContain('contract_current SELECT');
+    expect(await privileges(a, rolesA.analyst)).toEqual(sharedAnalyst);
   });
 
   it("A's writer appends to A (the triggers' derived tables included) and cannot write or read B", async () => {
