@@ -85,6 +85,8 @@ describe('upgrade from 0.1.0', () => {
 
     // This release: migrate, then its own schemas registered over 0.1.0's (the registry's compatibility rule applies), then its records.
     await migrate(pool, { schema: config.databaseSchema, log });
+    // BACKWARD: a consumer of the new schema reads what the old one wrote (the rule readers-first upgrades rely on).
+    for (const topic of [names.webhooks, names.snapshots]) await registry.setCompatibility(valueSubject(topic), 'BACKWARD');
     const webhookId = await registry.registerFile(valueSubject(names.webhooks), WEBHOOK_SCHEMA_FILE);
     const snapshotId = await registry.registerFile(valueSubject(names.snapshots), SNAPSHOT_SCHEMA_FILE);
     const current = { ...webhookOf010('ContractChanged', id, Date.UTC(2026, 10, 22)), entity_id: id, retry_count: 2 };
