@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createAnalystPool } from '../../src/dashboard/analyst-pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createKafka } from '../../src/kafka/client.js';
@@ -26,6 +27,8 @@ const rolesA = warehouseRoles('schema', a);
 const rolesB = warehouseRoles('schema', b);
 const c = `test_${uniqueSuffix()}`;
 const shared = `test_${uniqueSuffix()}`;
+const switched = `test_${uniqueSuffix()}`;
+const rolesSwitched = warehouseRoles('schema', switched);
 const rolesC = warehouseRoles('schema', c);
 const logins = { writerA: `test_wa_${uniqueSuffix()}`, analystA: `test_aa_${uniqueSuffix()}`, writerB: `test_wb_${uniqueSuffix()}`, writerC: `test_wc_${uniqueSuffix()}`, shared: `test_ws_${uniqueSuffix()}` };
 const clients: pg.Client[] = [];
@@ -61,9 +64,9 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of clients) await c.end();
   // A rebuild leaves the replaced schema beside the live one (<schema>_replaced_<time>).
-  const { rows } = await owner.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname = ANY($1) OR nspname LIKE $2`, [[a, b, shared], `${c}%`]);
+  const { rows } = await owner.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname = ANY($1) OR nspname LIKE $2`, [[a, b, shared, switched], `${c}%`]);
   for (const { nspname } of rows) await owner.query(`DROP SCHEMA ${quoteIdent(nspname)} CASCADE`);
-  for (const role of [...Object.values(logins), rolesA.writer, rolesA.analyst, rolesB.writer, rolesB.analyst, rolesC.writer, rolesC.analyst]) await owner.query(`DROP ROLE IF EXISTS ${role}`);
+  for (const role of [...Object.values(logins), rolesA.writer, rolesA.analyst, rolesB.writer, rolesB.analyst, rolesC.writer, rolesC.analyst, rolesSwitched.writer, rolesSwitched.analyst]) await owner.query(`DROP ROLE IF EXISTS ${role}`);
   await owner.end();
 });
 
@@ -129,6 +132,31 @@ describe('DATABASE_ROLES=schema: one writer and one analyst role per warehouse s
     await expect(r.query(`SELECT * FROM ${quoteIdent(b)}.contract_counts_as_of(now())`)).rejects.toMatchObject(denied);
     await expect(r.query(webhook(a))).rejects.toMatchObject(denied);
     await expect(r.query(`SELECT * FROM ${quoteIdent(a)}.resource_versions`)).rejects.toMatchObject(denied);
+  });
+
+  it("the dashboard's pool, given A's analyst role, reads A and not B, whatever login it has", async () => {
+    const pool = createAnalystPool({ databaseUrl: ownerUrl, analystRole: rolesA.analyst, log: silentLogger, max: 1 });
+    try {
+      expect((await pool.query('SELECT current_user AS who')).rows).toEqual([{ who: rolesA.analyst }]);
+      expect((await pool.query(`SELECT resource_id FROM ${quoteIdent(a)}.contract_current`)).rows).toEqual([{ resource_id: 'c-a' }]);
+      await expect(pool.query(`SELECT * FROM ${quoteIdent(b)}.contract_current`)).rejects.toMatchObject(denied);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('switching a warehouse migrated with the cluster-wide roles to its own is one migrate', async () => {
+    await migrate(owner, { schema: switched, log: silentLogger });
+    const holders = async () =>
+      (
+        await owner.query<{ rolname: string }>(
+          `SELECT DISTINCT r.rolname FROM pg_class c, aclexplode(c.relacl) x JOIN pg_roles r ON r.oid = x.grantee WHERE c.relnamespace = $1::regnamespace AND r.rolname <> current_user ORDER BY 1`,
+          [switched],
+        )
+      ).rows.map((r) => r.rolname);
+    expect(await holders()).toEqual([ANALYST_ROLE, WRITER_ROLE].sort());
+    await migrate(owner, { schema: switched, roles: rolesSwitched, log: silentLogger });
+    expect(await holders()).toEqual([rolesSwitched.analyst, rolesSwitched.writer].sort());
   });
 
   it('the cluster-wide roles hold nothing on either schema', async () => {
