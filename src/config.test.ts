@@ -43,9 +43,17 @@ describe('loadConfig', () => {
     ['INGRESS_PORT', '70000', /INGRESS_PORT: expected a port number/],
     ['LOG_LEVEL', 'verbose', /LOG_LEVEL: expected one of debug, info, warn, error/],
     ['INGRESS_TOKEN', 'short', /INGRESS_TOKEN: expected 16-256 URL-safe characters/],
+    ['DATABASE_ROLES', 'tenant', /DATABASE_ROLES: expected shared or schema, got 'tenant'/],
   ])('rejects a malformed %s in one line naming it', (variable, value, message) => {
     expect(() => loadConfig({ ...SERVICES, [variable]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ ...SERVICES, [variable]: value })).toThrow(message);
+  });
+
+  it('DATABASE_ROLES=schema takes a schema whose role names fit PostgreSQL\'s 63 characters', () => {
+    expect(loadConfig(SERVICES).databaseRoles).toBe('shared');
+    expect(loadConfig({ ...SERVICES, DATABASE_ROLES: 'schema', DATABASE_SCHEMA: 'a'.repeat(55) }).databaseRoles).toBe('schema');
+    expect(() => loadConfig({ ...SERVICES, DATABASE_ROLES: 'schema', DATABASE_SCHEMA: 'a'.repeat(56) })).toThrow(/^DATABASE_SCHEMA: at most 55 characters with DATABASE_ROLES=schema/);
+    expect(loadConfig({ ...SERVICES, DATABASE_SCHEMA: 'a'.repeat(56) }).databaseSchema).toHaveLength(56);
   });
 
   it('never echoes a secret value in an error, and the logger redacts every secret option', async () => {

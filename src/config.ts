@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from './package-root.js';
 import { PIPELINE_PARTITIONS } from './wire/topics.js';
+import { MAX_SCHEMA_FOR_ROLES, ROLE_MODES, type RoleMode } from './warehouse/schema-roles.js';
 
 /**
  * The loader's configuration: every option declared once, with its variable, description and
@@ -116,6 +117,11 @@ function identifier(raw: string): string {
   return raw;
 }
 
+function roleMode(raw: string): RoleMode {
+  if (!(ROLE_MODES as readonly string[]).includes(raw)) throw new Invalid(`expected ${ROLE_MODES.join(' or ')}, got '${raw}'`);
+  return raw as RoleMode;
+}
+
 function topicPrefix(raw: string): string {
   if (!/^[A-Za-z0-9._-]{1,200}$/.test(raw)) throw new Invalid(`expected letters, digits, '.', '_' or '-', got '${raw}'`);
   return raw;
@@ -201,6 +207,8 @@ export const options = {
   migrateLockTimeoutMs: defaulted({ env: 'MIGRATE_LOCK_TIMEOUT_MS', description: "longest wait of one migrate statement for a lock on a view or table, in milliseconds (lock_timeout): then its transaction is rolled back and tried again, so a long query on a view holds up the view's new readers for at most about this long", defaultText: String(DEFAULT_MIGRATE_LOCK_TIMEOUT_MS), default: () => DEFAULT_MIGRATE_LOCK_TIMEOUT_MS, parse: positiveInt }),
   migrateLockAttempts: defaulted({ env: 'MIGRATE_LOCK_ATTEMPTS', description: 'attempts of a migrate transaction whose lock wait timed out (MIGRATE_LOCK_TIMEOUT_MS), with a backoff of 1 s doubling up to 30 s between them, before migrate gives up (exit 1; run it again later)', defaultText: String(DEFAULT_MIGRATE_LOCK_ATTEMPTS), default: () => DEFAULT_MIGRATE_LOCK_ATTEMPTS, parse: positiveInt }),
   typedColumnsFile: optional({ env: 'TYPED_COLUMNS_FILE', description: 'a JSON file of typed columns of your own, kept outside the package, in the form of warehouse/typed-columns.json; migrate merges it over the packaged mapping (a column of the same name replaces the packaged one, the others are added after them), so an upgrade keeps them (unset: the packaged mapping alone)', parse: readableFile }),
+  // Tenants: one deployment per DATABASE_SCHEMA (docs/OPERATIONS.md, "Tenants").
+  databaseRoles: defaulted({ env: 'DATABASE_ROLES', description: 'the group roles migrate grants the warehouse schema to: shared (billing_loader_writer and billing_loader_analyst, the same for every schema of the cluster) or schema (<DATABASE_SCHEMA>_writer and <DATABASE_SCHEMA>_analyst, granted on this schema only, so one tenant\'s logins cannot reach another\'s schema); the dashboard reads as the analyst role', defaultText: 'shared', default: () => 'shared' as RoleMode, parse: roleMode }),
   topicPrefix: defaulted({ env: 'TOPIC_PREFIX', description: 'prefix of every Kafka topic', defaultText: 'billing', default: () => 'billing', parse: topicPrefix }),
   topicPartitions: defaulted({ env: 'TOPIC_PARTITIONS', description: 'partitions of the topics the loader creates: webhooks, snapshots and the enricher\'s requests, delayed requests and heads, one count for all (DLQs: 1); up to this many enricher and sink instances share the work; an existing topic keeps its count (grow the enricher\'s with repartition)', defaultText: String(PIPELINE_PARTITIONS), default: () => PIPELINE_PARTITIONS, parse: positiveInt }),
   billingApiUrl: optional({ env: 'BILLING_API_URL', description: "the billing service's {base_url}; the loader appends /api/v1/ (required by enricher, backfill)", parse: url }),
@@ -247,7 +255,7 @@ export const options = {
   sinkPort: defaulted({ env: 'SINK_PORT', description: "sink's health and metrics HTTP port when run alone", defaultText: '8082', default: () => 8082, parse: port }),
   sinkGroupId: optional({ env: 'SINK_GROUP_ID', description: "the sink's Kafka consumer group (unset: <TOPIC_PREFIX>.sink)", parse: topicPrefix }),
   dashboardPort: defaulted({ env: 'DASHBOARD_PORT', description: "the analysts' dashboard's HTTP port (billing-loader dashboard)", defaultText: '8090', default: () => 8090, parse: port }),
-  dashboardDatabaseUrl: optional({ env: 'DASHBOARD_DATABASE_URL', description: 'PostgreSQL connection string of the dashboard, which reads as billing_loader_analyst in read-only transactions whatever the login (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
+  dashboardDatabaseUrl: optional({ env: 'DASHBOARD_DATABASE_URL', description: 'PostgreSQL connection string of the dashboard, which reads as billing_loader_analyst (DATABASE_ROLES=schema: <DATABASE_SCHEMA>_analyst) in read-only transactions whatever the login (unset: DATABASE_URL)', parse: postgresUrl, secret: true }),
   lagCheckIntervalMs: defaulted({ env: 'LAG_CHECK_INTERVAL_MS', description: "how often, in milliseconds, each stage's lag (committed offsets against partition ends, bytes waiting for Kafka) is checked for the lag and stall gauges and the stall watchdog", defaultText: '5000', default: () => 5000, parse: positiveInt }),
   watchdogStallMs: defaulted({ env: 'WATCHDOG_STALL_MS', description: "how long, in milliseconds, a stage may have work waiting without committing progress before the watchdog logs what it waits for and restarts the stage's consumers and producers (0: never)", defaultText: '180000', default: () => 180_000, parse: nonNegativeInt }),
   watchdogLivenessMs: defaulted({ env: 'WATCHDOG_LIVENESS_MS', description: 'how long, in milliseconds, a stage may stay stalled after the watchdog restarted it before /livez and /healthz answer 503 (for systemd or Kubernetes to restart the process)', defaultText: '120000', default: () => 120_000, parse: positiveInt }),
@@ -297,15 +305,15 @@ export const COMMAND_SETTINGS = {
   backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
   // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
   demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
-  migrate: ['migrateDatabaseUrl', ...S.database, ...S.migrate, 'logLevel'],
+  migrate: ['migrateDatabaseUrl', ...S.database, ...S.migrate, 'databaseRoles', 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   dlq: [...S.kafka, ...S.registry, 'logLevel'],
   repair: [...S.kafka, ...S.registry, 'logLevel'],
   // After a database restore: reads the warehouse's stored offsets, moves the sink's groups (docs/OPERATIONS.md, Backup and restore).
   'repair-sink-offsets': [...S.kafka, ...S.database, ...S.sink, 'logLevel'],
-  replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.migrate, ...S.sink, 'logLevel'],
+  replay: [...S.kafka, ...S.registry, ...S.database, 'migrateDatabaseUrl', ...S.migrate, 'databaseRoles', ...S.sink, 'logLevel'],
   stack: ['stackDir'],
-  dashboard: ['dashboardDatabaseUrl', ...S.database, 'dashboardPort', ...S.service],
+  dashboard: ['dashboardDatabaseUrl', ...S.database, 'databaseRoles', 'dashboardPort', ...S.service],
 } as const satisfies Record<string, readonly OptionKey[]>;
 
 export type CommandName = keyof typeof COMMAND_SETTINGS;
@@ -383,6 +391,9 @@ function checkCrossFields(c: Config): void {
   if (c.ingressHeadersTimeoutMs > c.ingressRequestTimeoutMs) throw new ConfigError('INGRESS_HEADERS_TIMEOUT_MS', `must not exceed INGRESS_REQUEST_TIMEOUT_MS (${c.ingressRequestTimeoutMs})`);
   if (c.billingPassword && !c.billingUsername) throw new ConfigError('BILLING_USERNAME', 'required with BILLING_PASSWORD (password grant)');
   if (c.ingressShutdownDelayMs >= c.shutdownTimeoutMs) throw new ConfigError('INGRESS_SHUTDOWN_DELAY_MS', `must be less than SHUTDOWN_TIMEOUT_MS (${c.shutdownTimeoutMs}), which includes it`);
+  if (c.databaseRoles === 'schema' && c.databaseSchema.length > MAX_SCHEMA_FOR_ROLES) {
+    throw new ConfigError('DATABASE_SCHEMA', `at most ${MAX_SCHEMA_FOR_ROLES} characters with DATABASE_ROLES=schema, so that its role names (<schema>_analyst) fit PostgreSQL's 63`);
+  }
   checkKafkaSecurity(c);
 }
 

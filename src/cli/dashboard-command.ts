@@ -12,7 +12,7 @@ export function registerDashboard(program: Command): void {
     .addHelpText(
       'after',
       environmentHelp('dashboard') +
-        '\n\nServes the page, its JSON endpoints (/api/...), GET /healthz and /readyz on DASHBOARD_PORT; with OPS_PORT, /readyz with reasons and\n/metrics there too. It reads the warehouse as billing_loader_analyst in read-only transactions, whatever login\nDASHBOARD_DATABASE_URL (default DATABASE_URL) names: that login must be a member of billing_loader_analyst.',
+        '\n\nServes the page, its JSON endpoints (/api/...), GET /healthz and /readyz on DASHBOARD_PORT; with OPS_PORT, /readyz with reasons and\n/metrics there too. It reads the warehouse as billing_loader_analyst (DATABASE_ROLES=schema: <DATABASE_SCHEMA>_analyst) in read-only\ntransactions, whatever login DASHBOARD_DATABASE_URL (default DATABASE_URL) names: that login must be a member of that role.',
     )
     .action(async () => {
       const config = await cliConfig('dashboard');

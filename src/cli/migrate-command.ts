@@ -5,6 +5,7 @@ import { createLogger } from '../log.js';
 import { environmentHelp } from './env-help.js';
 import { cliConfig } from './cli-config.js';
 import { migrateDatabaseUrl } from '../config.js';
+import { warehouseRoles } from '../warehouse/schema-roles.js';
 
 export function registerMigrate(program: Command): void {
   program
@@ -16,7 +17,7 @@ export function registerMigrate(program: Command): void {
       const log = createLogger(config.logLevel, undefined, { service: 'migrate' }).child({ component: 'migrate' });
       const pool = createPool({ databaseUrl: migrateDatabaseUrl(config), applicationName: 'billing-loader migrate', log, max: 1 });
       try {
-        const result = await migrate(pool, { schema: config.databaseSchema, log, ...migrateSettings(config) });
+        const result = await migrate(pool, { schema: config.databaseSchema, roles: warehouseRoles(config.databaseRoles, config.databaseSchema), log, ...migrateSettings(config) });
         const views = result.derivedObjects === 'recreated' ? 'views re-created' : 'views unchanged';
         console.error(`migrate: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied, ${views} (schema ${config.databaseSchema})`);
       } finally {

@@ -8,6 +8,7 @@ import { createLogger } from '../log.js';
 import { createRegistry } from '../registry/registry.js';
 import { applyReset, assertGroupInactive, parsePartitionOffsets, planReset, type ResetTarget } from '../kafka/group-reset.js';
 import { rebuildWarehouse } from '../sink/rebuild.js';
+import { warehouseRoles } from '../warehouse/schema-roles.js';
 import { sinkGroupId } from '../sink/sink.js';
 import { environmentHelp } from './env-help.js';
 import { cliConfig } from './cli-config.js';
@@ -89,7 +90,7 @@ export function registerReplay(program: Command): void {
           const report = await rebuildWarehouse(
             { kafka, registry: createRegistry(config), pool, log, progress: (line) => console.error(line) },
             config,
-            { sinkGroupId: groupId, allowTruncatedLog: opts.allowTruncatedLog ?? false },
+            { sinkGroupId: groupId, allowTruncatedLog: opts.allowTruncatedLog ?? false, roles: warehouseRoles(config.databaseRoles, config.databaseSchema) },
           );
           console.error(`rebuild: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
           console.log(

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { createPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import { ANALYST_ROLE } from '../warehouse/resource-types.js';
+import { SHARED_ROLES } from '../warehouse/schema-roles.js';
 
 /**
  * A connection string whose sessions start as the analyst role (docs/WAREHOUSE.md, Roles) with
@@ -16,24 +16,24 @@ import { ANALYST_ROLE } from '../warehouse/resource-types.js';
  */
 export const DASHBOARD_WORK_MEM = '64MB';
 
-export function analystConnectionString(databaseUrl: string): string {
+export function analystConnectionString(databaseUrl: string, analystRole: string = SHARED_ROLES.analyst): string {
   const url = new URL(databaseUrl);
-  const ours = `-c role=${ANALYST_ROLE} -c default_transaction_read_only=on -c TimeZone=UTC`;
+  const ours = `-c role=${analystRole} -c default_transaction_read_only=on -c TimeZone=UTC`;
   const theirs = url.searchParams.get('options');
   url.searchParams.set('options', [`-c work_mem=${DASHBOARD_WORK_MEM}`, theirs, ours].filter(Boolean).join(' '));
   return url.toString();
 }
 
 /**
- * The dashboard's pool: every connection reads as billing_loader_analyst, read-only. Eight
+ * The dashboard's pool: every connection reads as the analyst role (DATABASE_ROLES), read-only. Eight
  * connections: the page's first load sends six chart requests at once, beside a timeline and the
  * readiness check. A request that finds them all busy waits its turn for up to a minute: on a
  * large warehouse the metric views take seconds each, and a chart that arrives late is better than
  * one that fails after the default five seconds.
  */
-export function createAnalystPool(options: { databaseUrl: string; log: Logger; max?: number }): pg.Pool {
+export function createAnalystPool(options: { databaseUrl: string; analystRole?: string; log: Logger; max?: number }): pg.Pool {
   return createPool({
-    databaseUrl: analystConnectionString(options.databaseUrl),
+    databaseUrl: analystConnectionString(options.databaseUrl, options.analystRole),
     applicationName: 'billing-loader dashboard',
     log: options.log,
     max: options.max ?? 8,

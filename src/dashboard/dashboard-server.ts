@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { mountPublicProbes } from '../ops-server.js';
 import { packageRoot } from '../package-root.js';
 import { createAnalystPool } from './analyst-pool.js';
+import { warehouseRoles } from '../warehouse/schema-roles.js';
 import { createDashboardData, type DashboardData } from './dashboard-data.js';
 import { BadParameter, parseDayRange, parseResourceId } from './request-params.js';
 
@@ -46,7 +47,7 @@ export interface RunningDashboard {
  */
 export async function startDashboard(deps: DashboardDeps, config: Config, options: { host?: string; port?: number } = {}): Promise<RunningDashboard> {
   const log = deps.log.child({ component: 'dashboard' });
-  const pool = createAnalystPool({ databaseUrl: dashboardDatabaseUrl(config), log });
+  const pool = createAnalystPool({ databaseUrl: dashboardDatabaseUrl(config), analystRole: warehouseRoles(config.databaseRoles, config.databaseSchema).analyst, log });
   const data = createDashboardData(pool, config.databaseSchema);
   deps.health.addCheck('database', () => data.check());
   const app = express();

@@ -39,5 +39,7 @@ describe('analystConnectionString', () => {
       '-c work_mem=64MB -c statement_timeout=5000 -c work_mem=16MB -c role=billing_loader_analyst -c default_transaction_read_only=on -c TimeZone=UTC',
     );
     expect(new URL(analystConnectionString('postgres://u:p@h/db?sslmode=require')).searchParams.get('sslmode')).toBe('require');
+    // DATABASE_ROLES=schema: the schema's own analyst role.
+    expect(new URL(analystConnectionString('postgres://u:p@h/db', 'acme_analyst')).searchParams.get('options')).toBe('-c work_mem=64MB -c role=acme_analyst -c default_transaction_read_only=on -c TimeZone=UTC');
   });
 });

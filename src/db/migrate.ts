@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { ensureDerivedObjectsTable, refreshDerivedObjects, type DerivedObjectsOutcome } from '../warehouse/migrate-derived.js';
 import { loadMetricViewsSql } from '../warehouse/metric-views.js';
 import { loadTypedColumns, mergeTypedColumns } from '../warehouse/typed-columns.js';
+import { moveGrantsToSchemaRoles, type WarehouseRoles } from '../warehouse/schema-roles.js';
 import { checksumMatches, migrationChecksum } from './migration-checksum.js';
 import { DEFAULT_MIGRATE_LOCK_ATTEMPTS, DEFAULT_MIGRATE_LOCK_TIMEOUT_MS, lockedTransaction, type LockPolicy } from './migrate-transaction.js';
 import { quoteIdent } from './pool.js';
@@ -24,6 +25,8 @@ export interface MigrateOptions extends Partial<LockPolicy> {
   userTypedColumnsFile?: string;
   /** The metric views; default warehouse/metric-views.sql (a test gives an older release's). */
   metricViewsFile?: string;
+  /** Per-schema roles (DATABASE_ROLES=schema): the schema's grants move to them; default the cluster-wide roles. */
+  roles?: WarehouseRoles;
   log: Logger;
 }
 
@@ -70,6 +73,9 @@ async function readMigrations(dir: string): Promise<Migration[]> {
  *
  * Every transaction waits at most `lockTimeoutMs` for each lock it needs and is retried up to
  * `lockAttempts` times with backoff (src/db/migrate-transaction.ts).
+ *
+ * With per-schema roles (`roles`), each of those transactions also moves the schema's grants from
+ * the cluster-wide roles to the schema's own before it commits (nothing to move: nothing done).
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<MigrateResult> {
   const migrations = await readMigrations(options.dir ?? migrationsDir);
@@ -107,6 +113,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
         if (m === undefined) return undefined;
         await c.query(`SET LOCAL search_path TO ${schema}, public`);
         await c.query(m.sql);
+        if (options.roles) await moveGrantsToSchemaRoles(c, options.schema, options.roles);
         await c.query(`INSERT INTO ${schema}.schema_migrations (name, checksum) VALUES ($1, $2)`, [m.name, m.checksum]);
         return m.name;
       });
@@ -116,7 +123,10 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
     }
     const derived = await inLock('views', async (c) => {
       await c.query(`SET LOCAL search_path TO ${schema}, public`);
-      return refreshDerivedObjects(c, options.schema, typed, metrics, options.log);
+      const refreshed = await refreshDerivedObjects(c, options.schema, typed, metrics, options.log);
+      // Also when nothing changed: switching an existing schema to its own roles is one migrate.
+      if (options.roles) await moveGrantsToSchemaRoles(c, options.schema, options.roles);
+      return refreshed;
     });
     if (derived.outcome === 'recreated') {
       options.log.info('analyst views created', { schema: options.schema, changed: derived.changed, all: derived.all, factsReextracted: derived.factsReextracted });

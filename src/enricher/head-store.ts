@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { closeHangingTransactions, type TopicPartitions } from '../kafka/hanging-transactions.js';
+import { assertReadable, type FormatFields } from '../wire/record-format.js';
 import type { Head } from './versioning.js';
 
 /** A head as stored on the heads topic: the version decision's input, plus the fetch time (valid_from stays monotonic). */
@@ -12,12 +13,21 @@ export interface StoredHead extends Head {
   escalationProcessIds?: string[];
 }
 
+/** The format heads are written in; a reader reads newer ones that declare it enough (src/wire/record-format.ts). */
+const FORMAT = 1;
+
 export function encodeHead(head: StoredHead): Buffer {
-  return Buffer.from(JSON.stringify({ v: 1, ...head }));
+  return Buffer.from(JSON.stringify({ v: FORMAT, ...head }));
 }
 
+/**
+ * A head of this format, or of a newer one readable by it, with the fields this format knows.
+ * Throws on a head only a newer enricher can read: numbering that resource's versions from a
+ * misread head would be worse than stopping.
+ */
 export function decodeHead(value: Buffer): StoredHead {
-  const h = JSON.parse(value.toString('utf8')) as StoredHead & { v: number };
+  const h = JSON.parse(value.toString('utf8')) as StoredHead & FormatFields;
+  assertReadable(h, FORMAT, 'head');
   return {
     version: h.version, contentHash: h.contentHash, deleted: h.deleted, fetchedAt: h.fetchedAt, ...(typeof h.customerId === 'string' ? { customerId: h.customerId } : {}),
     ...(Array.isArray(h.escalationProcessIds) ? { escalationProcessIds: h.escalationProcessIds.filter((id): id is string => typeof id === 'string') } : {}),

@@ -3,6 +3,7 @@ import type { Kafka } from 'kafkajs';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { migrate, migrateSettings } from '../db/migrate.js';
+import type { WarehouseRoles } from '../warehouse/schema-roles.js';
 import { quoteIdent } from '../db/pool.js';
 import { UserError } from '../errors.js';
 import { topicNames } from '../wire/topics.js';
@@ -29,6 +30,8 @@ export interface RebuildOptions {
   /** Swap even if a topic no longer starts at offset 0 (retention deleted its beginning). */
   allowTruncatedLog?: boolean;
   progressEveryMs?: number;
+  /** The live schema's roles (DATABASE_ROLES), granted the fresh schema; default the cluster-wide ones. */
+  roles?: WarehouseRoles;
 }
 
 export interface RebuildReport {
@@ -76,7 +79,8 @@ export async function rebuildWarehouse(deps: RebuildDeps, config: Config, option
       for (const p of offsets) total += BigInt(p.high) - BigInt(p.low);
     }
     progress(`rebuild: reading ${total} records of ${topics.join(', ')} into schema ${fresh}`);
-    await migrate(pool, { schema: fresh, log, ...migrateSettings(config) });
+    // The live schema's roles: after the swap the fresh schema is the tenant's warehouse.
+    await migrate(pool, { schema: fresh, roles: options.roles, log, ...migrateSettings(config) });
 
     const stats = { recordsRead: 0, versionsWritten: 0, webhooksWritten: 0, refused: 0 };
     try {

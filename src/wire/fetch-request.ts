@@ -1,10 +1,12 @@
 import { isResourceType, resourceKey, type ResourceType } from '../billing-api/resource-types.js';
+import { assertReadable, type FormatFields } from './record-format.js';
 
 /**
  * A request to fetch one resource, on the internal topic `<prefix>.enricher.requests`, keyed
  * `<ResourceType>:<id>` so that every request for a resource reaches the one consumer that owns
- * it. JSON, not Avro: the topic is internal, written and read only by this version of the
- * enricher, and carries a format version for the day that changes.
+ * it. JSON, not Avro: the topic is internal, written and read only by the enricher. It carries a
+ * format number, and a reader reads newer formats that declare it enough (record-format.ts), so the
+ * old and new enrichers of a rolling upgrade or a rollback read each other's requests.
  */
 export interface FetchRequest {
   type: ResourceType;
@@ -48,11 +50,14 @@ export function encodeFetchRequest(r: FetchRequest): { key: string; value: Buffe
   return { key: resourceKey(r.type, r.id), value: Buffer.from(JSON.stringify({ v: FORMAT, ...r })) };
 }
 
-/** Parses a request; throws on anything this version did not write (it goes to the DLQ). */
+/**
+ * Parses a request of this format or of a newer one readable by it (record-format.ts), keeping the
+ * fields this format knows; throws on anything else (it goes to the DLQ).
+ */
 export function decodeFetchRequest(value: Buffer | null): FetchRequest {
   if (!value) throw new Error('empty fetch request');
-  const r = JSON.parse(value.toString('utf8')) as Partial<FetchRequest> & { v?: unknown };
-  if (r.v !== FORMAT) throw new Error(`fetch request format ${String(r.v)} is not ${FORMAT}`);
+  const r = JSON.parse(value.toString('utf8')) as Partial<FetchRequest> & FormatFields;
+  assertReadable(r, FORMAT, 'fetch request');
   if (typeof r.type !== 'string' || !isResourceType(r.type) || typeof r.id !== 'string' || r.id === '' || typeof r.receivedAt !== 'number') {
     throw new Error('fetch request without a valid type, id and receivedAt');
   }
@@ -62,9 +67,9 @@ export function decodeFetchRequest(value: Buffer | null): FetchRequest {
     eventId: r.eventId ?? null,
     event: r.event ?? null,
     receivedAt: r.receivedAt,
-    source: r.source ?? null,
+    source: r.source ? { topic: r.source.topic, partition: r.source.partition, offset: r.source.offset } : null,
     ...(Array.isArray(r.siblings) ? { siblings: r.siblings.filter((k): k is string => typeof k === 'string') } : {}),
-    ...(r.prefetched ? { prefetched: r.prefetched } : {}),
+    ...(r.prefetched ? { prefetched: { body: r.prefetched.body, fetchedAt: r.prefetched.fetchedAt } } : {}),
     ...(decodeRetry(r.retry) ? { retry: decodeRetry(r.retry) as RetryState } : {}),
   };
 }
