@@ -523,3 +523,193 @@ SELECT m.minute,
           FROM resource_versions r
          GROUP BY 1) m
  GROUP BY m.minute;
+
+-- MRR in money (docs/WAREHOUSE.md#mrr-in-money). A contract's MRR on a day is the recurring fee
+-- of the plan variant of its Normal phase in force at the end of that UTC day, normalised to a
+-- month and times the phase's Quantity, in the contract's Currency; nothing in a Trial or
+-- Inactive phase, before the StartDate, or once the EndDate has come (a cancelled contract pays
+-- until its EndDate). Component subscriptions and discounts are not read by the loader (the
+-- service serves them under their own paths), so they are not in it.
+
+-- The phases with what pricing needs: the variant and the quantity (Phases[].PlanVariantId,
+-- Quantity), keys in any letter case, looked up in a level of their own (as above).
+DROP FUNCTION IF EXISTS metric_mrr_phases(jsonb);
+CREATE FUNCTION metric_mrr_phases(phases jsonb)
+RETURNS TABLE (n bigint, phase_type text, starts_at timestamptz, plan_id text, plan_variant_id text, quantity numeric)
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+  SELECT e.n, lower(wh_as_text(k.phase_type)), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id), wh_as_text(k.plan_variant_id), wh_as_numeric(k.quantity)
+    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n)
+    CROSS JOIN LATERAL (SELECT wh_field(e.value, 'Type', 'type', 'type') AS phase_type,
+                               wh_field(e.value, 'StartDate', 'startDate', 'startdate') AS starts_at,
+                               wh_field(e.value, 'PlanId', 'planId', 'planid') AS plan_id,
+                               wh_field(e.value, 'PlanVariantId', 'planVariantId', 'planvariantid') AS plan_variant_id,
+                               wh_field(e.value, 'Quantity', 'quantity', 'quantity') AS quantity
+                        OFFSET 0) k;
+END;
+
+-- Each plan variant's prices over time: RecurringFee per FeePeriod {Unit, Quantity} as a monthly
+-- fee (Month: / Quantity; Year: / 12 Quantity; Week: x 52 / 12 Quantity; Day: x 365 / 12
+-- Quantity; another unit: NULL, unpriced). The service dates no price change: a version is in
+-- force from when the loader read it (valid_from; a live loader reads it seconds after
+-- PlanVariantChanged), and the first version read also for all time before it. A deleted
+-- variant keeps its last price for the contracts still on it.
+CREATE VIEW metric_plan_variant_prices AS
+SELECT v.resource_id AS plan_variant_id,
+       v.version,
+       CASE WHEN row_number() OVER w = 1 THEN '-infinity'::timestamptz ELSE v.valid_from END AS price_from,
+       COALESCE(lead(v.valid_from) OVER w, 'infinity'::timestamptz) AS price_until,
+       v.recurring_fee,
+       v.fee_period_unit,
+       v.fee_period_quantity,
+       v.recurring_fee
+         * CASE lower(v.fee_period_unit) WHEN 'month' THEN 1 WHEN 'year' THEN 1 WHEN 'week' THEN 52 WHEN 'day' THEN 365 END
+         / (CASE lower(v.fee_period_unit) WHEN 'month' THEN 1 ELSE 12 END * NULLIF(COALESCE(v.fee_period_quantity, 1), 0)) AS monthly_fee
+  FROM plan_variant_history v
+ WHERE NOT v.deleted
+WINDOW w AS (PARTITION BY v.resource_id ORDER BY v.version);
+
+-- One row per contract and UTC day with a paying (Normal) phase in force at the end of the day
+-- (at now() for today), up to today. mrr: the variant's monthly fee in force then x the phase's
+-- Quantity (1 if absent), in `currency`; NULL when the variant was never read or its period
+-- unit is unknown (and then left out of every sum below). rate_to_reporting: the fx_rates row of
+-- the currency valid on that day; mrr_reporting: mrr x that rate (NULL without one).
+CREATE VIEW mrr_daily AS
+WITH contracts AS MATERIALIZED (
+  SELECT l.contract_id, l.customer_id, upper(wh_as_text(c.fields -> 'currency')) AS currency, l.end_date, l.phases
+    FROM metric_contract_lifecycle l
+    JOIN current_facts c ON c.resource_type = 'Contract' AND c.resource_id = l.contract_id AND NOT c.deleted
+), spans AS (
+  SELECT k.contract_id, k.customer_id, k.currency, k.end_date, p.phase_type, p.starts_at, p.plan_id, p.plan_variant_id, p.quantity,
+         lead(p.starts_at) OVER (PARTITION BY k.contract_id ORDER BY p.starts_at, p.n) AS until
+    FROM contracts k
+    CROSS JOIN LATERAL metric_mrr_phases(k.phases) p
+   WHERE p.starts_at IS NOT NULL
+), days AS (
+  -- A phase is in force at `at` (the end of the day, or now) when it started before it and the
+  -- next phase did not (phases starting together: the later listed one), and the EndDate has not
+  -- come before it.
+  SELECT s.*, (d AT TIME ZONE 'UTC')::date AS day, LEAST(d + interval '24 hours', now()) AS at
+    FROM spans s
+    CROSS JOIN LATERAL generate_series(date_trunc('day', s.starts_at, 'UTC'), LEAST(s.until, s.end_date, now()), interval '24 hours') AS d
+   WHERE s.phase_type = 'normal' AND s.plan_variant_id IS NOT NULL AND s.starts_at < now()
+)
+SELECT x.day,
+       x.contract_id,
+       x.customer_id,
+       x.currency,
+       x.plan_id,
+       x.plan_variant_id,
+       COALESCE(x.quantity, 1) AS quantity,
+       pr.monthly_fee * COALESCE(x.quantity, 1) AS mrr,
+       fx.rate_to_reporting,
+       pr.monthly_fee * COALESCE(x.quantity, 1) * fx.rate_to_reporting AS mrr_reporting
+  FROM days x
+  LEFT JOIN LATERAL (SELECT p.monthly_fee FROM metric_plan_variant_prices p
+                      WHERE p.plan_variant_id = x.plan_variant_id AND p.price_from < x.at
+                      ORDER BY p.price_from DESC LIMIT 1) pr ON true
+  LEFT JOIN LATERAL (SELECT f.rate_to_reporting FROM fx_rates f
+                      WHERE f.currency = x.currency AND f.valid_from <= x.day
+                      ORDER BY f.valid_from DESC LIMIT 1) fx ON true
+ WHERE x.starts_at < x.at
+   AND (x.until IS NULL OR x.until >= x.at)
+   AND (x.end_date IS NULL OR x.end_date >= x.at);
+
+-- One row per customer, currency and UTC month in which the customer had MRR at the month's end
+-- or at the previous month's end, up to the running month: the MRR at the end of the month (its
+-- last day, or today for the running month) against the previous month's end, and ChartMogul's
+-- movement (https://help.chartmogul.com/hc/en-us/articles/203299912): new (from nothing, never
+-- any MRR before), reactivation (from nothing, some MRR in an earlier month), expansion, contraction,
+-- churn (to nothing), unchanged. amount: mrr - previous_mrr (negative for contraction and churn).
+-- Reporting currency: every amount of the row at the rate valid on the month's end day, so a rate
+-- change moves no customer; the MRR of consecutive months differs from their movements by the
+-- rate change alone.
+CREATE VIEW mrr_movements AS
+WITH snapshots AS (
+  SELECT date_trunc('month', d.day::timestamp)::date AS month, d.customer_id, d.currency, sum(d.mrr) AS mrr
+    FROM mrr_daily d
+   WHERE d.day = LEAST((date_trunc('month', d.day::timestamp) + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date)
+     AND d.mrr IS NOT NULL
+   GROUP BY 1, 2, 3
+), keys AS (
+  SELECT month, customer_id, currency FROM snapshots WHERE mrr > 0
+  UNION
+  SELECT (month + interval '1 month')::date, customer_id, currency FROM snapshots
+   WHERE mrr > 0 AND month + interval '1 month' <= date_trunc('month', now() AT TIME ZONE 'UTC')
+), customer_months AS (
+  SELECT k.month, k.customer_id, k.currency,
+         COALESCE(p.mrr, 0) AS previous_mrr,
+         COALESCE(c.mrr, 0) AS mrr,
+         EXISTS (SELECT FROM snapshots e WHERE e.customer_id IS NOT DISTINCT FROM k.customer_id AND e.currency IS NOT DISTINCT FROM k.currency
+                                           AND e.month < k.month AND e.mrr > 0) AS paid_before,
+         LEAST((k.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day
+    FROM keys k
+    LEFT JOIN snapshots c ON c.month = k.month AND c.customer_id IS NOT DISTINCT FROM k.customer_id AND c.currency IS NOT DISTINCT FROM k.currency
+    LEFT JOIN snapshots p ON p.month = (k.month - interval '1 month')::date AND p.customer_id IS NOT DISTINCT FROM k.customer_id AND p.currency IS NOT DISTINCT FROM k.currency
+)
+SELECT r.month,
+       r.customer_id,
+       r.currency,
+       r.previous_mrr,
+       r.mrr,
+       CASE WHEN r.previous_mrr = 0 AND r.mrr > 0 THEN CASE WHEN r.paid_before THEN 'reactivation' ELSE 'new' END
+            WHEN r.previous_mrr > 0 AND r.mrr = 0 THEN 'churn'
+            WHEN r.mrr > r.previous_mrr THEN 'expansion'
+            WHEN r.mrr < r.previous_mrr THEN 'contraction'
+            ELSE 'unchanged'
+       END AS movement,
+       r.mrr - r.previous_mrr AS amount,
+       fx.rate_to_reporting,
+       r.previous_mrr * fx.rate_to_reporting AS previous_mrr_reporting,
+       r.mrr * fx.rate_to_reporting AS mrr_reporting,
+       (r.mrr - r.previous_mrr) * fx.rate_to_reporting AS amount_reporting
+  FROM customer_months r
+  LEFT JOIN LATERAL (SELECT f.rate_to_reporting FROM fx_rates f
+                      WHERE f.currency = r.currency AND f.valid_from <= r.end_day
+                      ORDER BY f.valid_from DESC LIMIT 1) fx ON true;
+
+-- Per UTC month and currency, from mrr_movements: the MRR at the month's end, ARR (12 x MRR),
+-- paying customers (MRR > 0 at the month's end), ARPA (MRR / paying customers), the five
+-- movements (contraction and churn negative) and net new MRR (their sum), the starting MRR (the
+-- previous month's end), NRR (the starting customers' MRR now / starting MRR: expansion,
+-- contraction and churn count, new and reactivation do not) and GRR (the same with each customer
+-- capped at its starting MRR: only contraction and churn count). currency NULL: all currencies
+-- together in the reporting currency (fx_rates), each customer's amounts at the rate of the
+-- month's end; NULL amounts when a currency of that month has no rate.
+CREATE VIEW mrr_monthly AS
+WITH amounts AS (
+  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM mrr_movements
+  UNION ALL
+  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0 FROM mrr_movements
+), sums AS (
+  SELECT month, currency,
+         bool_and(has_rate) AS complete,
+         sum(mrr) AS mrr,
+         count(DISTINCT customer_id) FILTER (WHERE paying) AS customers,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'new'), 0) AS new,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'expansion'), 0) AS expansion,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'contraction'), 0) AS contraction,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'churn'), 0) AS churn,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'reactivation'), 0) AS reactivation,
+         sum(previous_mrr) AS starting_mrr,
+         sum(mrr) FILTER (WHERE previous_mrr > 0) AS retained_mrr,
+         sum(LEAST(mrr, previous_mrr)) FILTER (WHERE previous_mrr > 0) AS retained_gross_mrr
+    FROM amounts
+   GROUP BY month, currency
+)
+SELECT month,
+       currency,
+       CASE WHEN complete THEN mrr END AS mrr,
+       CASE WHEN complete THEN 12 * mrr END AS arr,
+       customers,
+       CASE WHEN complete THEN mrr / NULLIF(customers, 0) END AS arpa,
+       CASE WHEN complete THEN new END AS new,
+       CASE WHEN complete THEN expansion END AS expansion,
+       CASE WHEN complete THEN contraction END AS contraction,
+       CASE WHEN complete THEN churn END AS churn,
+       CASE WHEN complete THEN reactivation END AS reactivation,
+       CASE WHEN complete THEN new + expansion + contraction + churn + reactivation END AS net_new_mrr,
+       CASE WHEN complete THEN starting_mrr END AS starting_mrr,
+       CASE WHEN complete THEN retained_mrr / NULLIF(starting_mrr, 0) END AS nrr,
+       CASE WHEN complete THEN retained_gross_mrr / NULLIF(starting_mrr, 0) END AS grr
+  FROM sums;
