@@ -569,83 +569,97 @@ SELECT v.resource_id AS plan_variant_id,
  WHERE NOT v.deleted
 WINDOW w AS (PARTITION BY v.resource_id ORDER BY v.version);
 
--- One row per contract and UTC day with a paying (Normal) phase in force at the end of the day
--- (at now() for today), up to today. mrr: the variant's monthly fee in force then x the phase's
--- Quantity (1 if absent), in `currency`; NULL when the variant was never read or its period
--- unit is unknown (and then left out of every sum below). rate_to_reporting: the fx_rates row of
--- the currency valid on that day; mrr_reporting: mrr x that rate (NULL without one).
-CREATE VIEW mrr_daily AS
+-- The paying spans: each Normal phase with a PlanVariantId of a contract with a StartDate (the
+-- contract's latest version; metric_contract_lifecycle), from its start to the start of the next
+-- phase (phases starting together: the later listed one is in force) or the EndDate, whichever
+-- comes first (ends_at NULL: neither is known), started by now. quantity: the phase's Quantity,
+-- 1 if absent. A moment `at` is in a span when starts_at < at <= ends_at: the state just before
+-- `at`, so that "the end of a day" is the next midnight.
+CREATE VIEW metric_mrr_spans AS
 WITH contracts AS MATERIALIZED (
   SELECT l.contract_id, l.customer_id, upper(wh_as_text(c.fields -> 'currency')) AS currency, l.end_date, l.phases
     FROM metric_contract_lifecycle l
     JOIN current_facts c ON c.resource_type = 'Contract' AND c.resource_id = l.contract_id AND NOT c.deleted
-), spans AS (
+), phases AS (
   SELECT k.contract_id, k.customer_id, k.currency, k.end_date, p.phase_type, p.starts_at, p.plan_id, p.plan_variant_id, p.quantity,
-         lead(p.starts_at) OVER (PARTITION BY k.contract_id ORDER BY p.starts_at, p.n) AS until
+         lead(p.starts_at) OVER (PARTITION BY k.contract_id ORDER BY p.starts_at, p.n) AS next_starts_at
     FROM contracts k
     CROSS JOIN LATERAL metric_mrr_phases(k.phases) p
    WHERE p.starts_at IS NOT NULL
-), days AS (
-  -- A phase is in force at `at` (the end of the day, or now) when it started before it and the
-  -- next phase did not (phases starting together: the later listed one), and the EndDate has not
-  -- come before it.
-  SELECT s.*, (d AT TIME ZONE 'UTC')::date AS day, LEAST(d + interval '24 hours', now()) AS at
-    FROM spans s
-    CROSS JOIN LATERAL generate_series(date_trunc('day', s.starts_at, 'UTC'), LEAST(s.until, s.end_date, now()), interval '24 hours') AS d
-   WHERE s.phase_type = 'normal' AND s.plan_variant_id IS NOT NULL AND s.starts_at < now()
 )
+SELECT contract_id, customer_id, currency, plan_id, plan_variant_id, COALESCE(quantity, 1) AS quantity, starts_at,
+       LEAST(next_starts_at, end_date) AS ends_at
+  FROM phases
+ WHERE phase_type = 'normal' AND plan_variant_id IS NOT NULL AND starts_at < now()
+   AND (LEAST(next_starts_at, end_date) IS NULL OR LEAST(next_starts_at, end_date) > starts_at);
+
+-- The analyst's rates as spans: each row from its valid_from to the next row's of the currency.
+CREATE VIEW metric_fx_rates AS
+SELECT currency, valid_from, lead(valid_from) OVER (PARTITION BY currency ORDER BY valid_from) AS valid_until, rate_to_reporting
+  FROM fx_rates;
+
+-- One row per contract and UTC day with a paying span in force at the end of the day (at now()
+-- for today), up to today. mrr: the variant's monthly fee in force then x the quantity, in
+-- `currency`; NULL when the variant was never read or its period unit is unknown (and then left
+-- out of every sum below). rate_to_reporting: the fx_rates row of the currency valid on that day;
+-- mrr_reporting: mrr x that rate (NULL without one).
+CREATE VIEW mrr_daily AS
 SELECT x.day,
        x.contract_id,
        x.customer_id,
        x.currency,
        x.plan_id,
        x.plan_variant_id,
-       COALESCE(x.quantity, 1) AS quantity,
-       pr.monthly_fee * COALESCE(x.quantity, 1) AS mrr,
-       fx.rate_to_reporting,
-       pr.monthly_fee * COALESCE(x.quantity, 1) * fx.rate_to_reporting AS mrr_reporting
-  FROM days x
-  LEFT JOIN LATERAL (SELECT p.monthly_fee FROM metric_plan_variant_prices p
-                      WHERE p.plan_variant_id = x.plan_variant_id AND p.price_from < x.at
-                      ORDER BY p.price_from DESC LIMIT 1) pr ON true
-  LEFT JOIN LATERAL (SELECT f.rate_to_reporting FROM fx_rates f
-                      WHERE f.currency = x.currency AND f.valid_from <= x.day
-                      ORDER BY f.valid_from DESC LIMIT 1) fx ON true
- WHERE x.starts_at < x.at
-   AND (x.until IS NULL OR x.until >= x.at)
-   AND (x.end_date IS NULL OR x.end_date >= x.at);
+       x.quantity,
+       p.monthly_fee * x.quantity AS mrr,
+       f.rate_to_reporting,
+       p.monthly_fee * x.quantity * f.rate_to_reporting AS mrr_reporting
+  FROM (SELECT s.*, (d AT TIME ZONE 'UTC')::date AS day, LEAST(d + interval '24 hours', now()) AS at
+          FROM metric_mrr_spans s
+          CROSS JOIN LATERAL generate_series(date_trunc('day', s.starts_at, 'UTC'), LEAST(s.ends_at, now()), interval '24 hours') AS d) x
+  LEFT JOIN metric_plan_variant_prices p ON p.plan_variant_id = x.plan_variant_id AND p.price_from < x.at AND x.at <= p.price_until
+  LEFT JOIN metric_fx_rates f ON f.currency = x.currency AND f.valid_from <= x.day AND (f.valid_until IS NULL OR x.day < f.valid_until)
+ WHERE x.starts_at < x.at AND (x.ends_at IS NULL OR x.ends_at >= x.at);
 
 -- One row per customer, currency and UTC month in which the customer had MRR at the month's end
 -- or at the previous month's end, up to the running month: the MRR at the end of the month (its
--- last day, or today for the running month) against the previous month's end, and ChartMogul's
--- movement (https://help.chartmogul.com/hc/en-us/articles/203299912): new (from nothing, never
--- any MRR before), reactivation (from nothing, some MRR in an earlier month), expansion, contraction,
+-- last day, or today for the running month: the same rule as mrr_daily, evaluated at month ends
+-- only) against the previous month's end, and ChartMogul's movement
+-- (https://help.chartmogul.com/hc/en-us/articles/203299912): new (from nothing, never any MRR
+-- before), reactivation (from nothing, some MRR in an earlier month), expansion, contraction,
 -- churn (to nothing), unchanged. amount: mrr - previous_mrr (negative for contraction and churn).
 -- Reporting currency: every amount of the row at the rate valid on the month's end day, so a rate
 -- change moves no customer; the MRR of consecutive months differs from their movements by the
 -- rate change alone.
 CREATE VIEW mrr_movements AS
 WITH snapshots AS (
-  SELECT date_trunc('month', d.day::timestamp)::date AS month, d.customer_id, d.currency, sum(d.mrr) AS mrr
-    FROM mrr_daily d
-   WHERE d.day = LEAST((date_trunc('month', d.day::timestamp) + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date)
-     AND d.mrr IS NOT NULL
+  SELECT x.month, s.customer_id, s.currency, sum(p.monthly_fee * s.quantity) AS mrr
+    FROM metric_mrr_spans s
+    CROSS JOIN LATERAL (SELECT m::date AS month, LEAST((m + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS day
+                          FROM generate_series(date_trunc('month', s.starts_at AT TIME ZONE 'UTC'), date_trunc('month', LEAST(s.ends_at, now()) AT TIME ZONE 'UTC'), interval '1 month') AS m) x
+    CROSS JOIN LATERAL (SELECT LEAST((x.day + 1)::timestamp AT TIME ZONE 'UTC', now()) AS at) a
+    JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id AND p.price_from < a.at AND a.at <= p.price_until
+   WHERE s.starts_at < a.at AND (s.ends_at IS NULL OR s.ends_at >= a.at) AND p.monthly_fee IS NOT NULL
    GROUP BY 1, 2, 3
-), keys AS (
-  SELECT month, customer_id, currency FROM snapshots WHERE mrr > 0
-  UNION
-  SELECT (month + interval '1 month')::date, customer_id, currency FROM snapshots
-   WHERE mrr > 0 AND month + interval '1 month' <= date_trunc('month', now() AT TIME ZONE 'UTC')
+  HAVING sum(p.monthly_fee * s.quantity) > 0
+), sequenced AS (
+  SELECT s.*, lag(s.month) OVER w AS previous_month, lag(s.mrr) OVER w AS previous_month_mrr, lead(s.month) OVER w AS next_month, row_number() OVER w AS n
+    FROM snapshots s
+  WINDOW w AS (PARTITION BY s.customer_id, s.currency ORDER BY s.month)
 ), customer_months AS (
-  SELECT k.month, k.customer_id, k.currency,
-         COALESCE(p.mrr, 0) AS previous_mrr,
-         COALESCE(c.mrr, 0) AS mrr,
-         EXISTS (SELECT FROM snapshots e WHERE e.customer_id IS NOT DISTINCT FROM k.customer_id AND e.currency IS NOT DISTINCT FROM k.currency
-                                           AND e.month < k.month AND e.mrr > 0) AS paid_before,
-         LEAST((k.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day
-    FROM keys k
-    LEFT JOIN snapshots c ON c.month = k.month AND c.customer_id IS NOT DISTINCT FROM k.customer_id AND c.currency IS NOT DISTINCT FROM k.currency
-    LEFT JOIN snapshots p ON p.month = (k.month - interval '1 month')::date AND p.customer_id IS NOT DISTINCT FROM k.customer_id AND p.currency IS NOT DISTINCT FROM k.currency
+  SELECT month, customer_id, currency,
+         CASE WHEN previous_month = (month - interval '1 month')::date THEN previous_month_mrr ELSE 0 END AS previous_mrr,
+         mrr,
+         n > 1 AS paid_before
+    FROM sequenced
+  UNION ALL
+  -- The month after the last month with MRR: churn.
+  SELECT (month + interval '1 month')::date, customer_id, currency, mrr, 0, true
+    FROM sequenced
+   WHERE next_month IS DISTINCT FROM (month + interval '1 month')::date
+     AND month + interval '1 month' <= date_trunc('month', now() AT TIME ZONE 'UTC')
+), ended AS (
+  SELECT r.*, LEAST((r.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day FROM customer_months r
 )
 SELECT r.month,
        r.customer_id,
@@ -659,14 +673,12 @@ SELECT r.month,
             ELSE 'unchanged'
        END AS movement,
        r.mrr - r.previous_mrr AS amount,
-       fx.rate_to_reporting,
-       r.previous_mrr * fx.rate_to_reporting AS previous_mrr_reporting,
-       r.mrr * fx.rate_to_reporting AS mrr_reporting,
-       (r.mrr - r.previous_mrr) * fx.rate_to_reporting AS amount_reporting
-  FROM customer_months r
-  LEFT JOIN LATERAL (SELECT f.rate_to_reporting FROM fx_rates f
-                      WHERE f.currency = r.currency AND f.valid_from <= r.end_day
-                      ORDER BY f.valid_from DESC LIMIT 1) fx ON true;
+       f.rate_to_reporting,
+       r.previous_mrr * f.rate_to_reporting AS previous_mrr_reporting,
+       r.mrr * f.rate_to_reporting AS mrr_reporting,
+       (r.mrr - r.previous_mrr) * f.rate_to_reporting AS amount_reporting
+  FROM ended r
+  LEFT JOIN metric_fx_rates f ON f.currency = r.currency AND f.valid_from <= r.end_day AND (f.valid_until IS NULL OR r.end_day < f.valid_until);
 
 -- Per UTC month and currency, from mrr_movements: the MRR at the month's end, ARR (12 x MRR),
 -- paying customers (MRR > 0 at the month's end), ARPA (MRR / paying customers), the five
@@ -677,10 +689,13 @@ SELECT r.month,
 -- together in the reporting currency (fx_rates), each customer's amounts at the rate of the
 -- month's end; NULL amounts when a currency of that month has no rate.
 CREATE VIEW mrr_monthly AS
-WITH amounts AS (
-  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM mrr_movements
+-- The movements once (MATERIALIZED), read for both groupings.
+WITH movements AS MATERIALIZED (
+  SELECT * FROM mrr_movements
+), amounts AS (
+  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM movements
   UNION ALL
-  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0 FROM mrr_movements
+  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0 FROM movements
 ), sums AS (
   SELECT month, currency,
          bool_and(has_rate) AS complete,
