@@ -120,6 +120,8 @@ describe('MRR on a crafted history', () => {
     { currency: 'EUR', validFrom: '2025-01-01', rate: 1 },
     { currency: 'CHF', validFrom: '2025-01-01', rate: 1.05 },
     { currency: 'CHF', validFrom: '2025-03-01', rate: 1.1 },
+    // Mid-month: April's amounts are at the rate of April's end.
+    { currency: 'CHF', validFrom: '2025-04-10', rate: 1.12 },
     // No USD rate for January: the reporting amounts of that month are unknown, not lower.
     { currency: 'USD', validFrom: '2025-02-01', rate: 0.9 },
   ];
@@ -210,7 +212,7 @@ describe('MRR on a crafted history', () => {
       ['2025-01-01', 'new', 1.05],
       ['2025-02-01', 'unchanged', 1.05],
       ['2025-03-01', 'unchanged', 1.1],
-      ['2025-04-01', 'churn', 1.1],
+      ['2025-04-01', 'churn', 1.12],
     ]);
     const reporting = (month: string) => months.find((m) => m.month === month && m.currency === null)!;
     expect(r6(reporting('2025-01-01').mrr)).toBeNull();
@@ -218,8 +220,8 @@ describe('MRR on a crafted history', () => {
     expect([r6(reporting('2025-02-01').mrr), Number(reporting('2025-02-01').customers), r6(reporting('2025-02-01').arpa)]).toEqual([112, 4, 28]);
     // March: starting (at March's rates) 30 + 10 + 44 + 30 = 114; cu-2 +2: NRR 116/114, GRR 1.
     expect([r6(reporting('2025-03-01').starting_mrr), r6(reporting('2025-03-01').nrr), r6(reporting('2025-03-01').grr)]).toEqual([114, r6(116 / 114), 1]);
-    // April: cu-3 churns 44 of 116 (at April's rates): GRR 72/116.
-    expect([r6(reporting('2025-04-01').churn), r6(reporting('2025-04-01').grr)]).toEqual([-44, r6(72 / 116)]);
+    // April: cu-3 churns 40 x 1.12 of 30 + 12 + 44.8 + 30 (at the rate of April's end): GRR 72/116.8.
+    expect([r6(reporting('2025-04-01').churn), r6(reporting('2025-04-01').grr)]).toEqual([-44.8, r6(72 / 116.8)]);
   });
 
   it('the analyst role reads the MRR views and keeps the rates', async () => {
