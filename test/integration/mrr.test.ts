@@ -14,7 +14,8 @@ import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-trut
  * against the same definitions computed in TypeScript from the history itself (test/helpers/
  * metric-truth.ts), first on a crafted history with every edge case (an upgrade and a downgrade
  * in mid-month, a price change, a cancellation, a reactivation, a trial that converts and one that
- * does not, yearly and quarterly fees, a quantity, three currencies and a missing rate), then on
+ * does not, yearly and quarterly fees, a quantity, a variant never read, three currencies, a rate
+ * changed in mid-month and a missing rate), then on
  * the sandbox scenario's warehouse, row by row.
  */
 const config = testConfig();
@@ -162,6 +163,8 @@ describe('MRR on a crafted history', () => {
     // cu-5: a trial from 1 January that converts on 15 January. cu-6: a trial cancelled in its trial.
     await contract('c-trial', 'cu-5', 'EUR', '2025-01-01T00:00:00Z', [phase('Trial', '2025-01-01T00:00:00Z', 'v-pro'), phase('Normal', '2025-01-15T00:00:00Z', 'v-pro')]);
     await contract('c-lost', 'cu-6', 'EUR', '2025-02-01T00:00:00Z', [phase('Trial', '2025-02-01T00:00:00Z', 'v-pro'), inactive('2025-02-15T00:00:00Z')], '2025-02-15T00:00:00Z');
+    // cu-7: on a variant the loader never read: its days are listed unpriced, and it moves nothing.
+    await contract('c-unread', 'cu-7', 'EUR', '2025-03-03T00:00:00Z', [phase('Normal', '2025-03-03T00:00:00Z', 'v-unread')]);
     for (const x of rates) await pool.query(`INSERT INTO ${s}.fx_rates (currency, valid_from, rate_to_reporting) VALUES ($1, $2, $3)`, [x.currency, x.validFrom, x.rate]);
   });
 
@@ -184,6 +187,9 @@ describe('MRR on a crafted history', () => {
     // A trial is no MRR; the converted contract pays from its conversion day.
     expect([mrr('c-trial', '2025-01-14'), mrr('c-trial', '2025-01-15')]).toEqual([0, 30]);
     expect(days.filter((d) => d.contract_id === 'c-lost')).toEqual([]);
+    const unread = days.filter((d) => d.contract_id === 'c-unread');
+    expect(unread.length).toBeGreaterThan(0);
+    expect(unread.filter((d) => d.mrr !== null)).toEqual([]);
   });
 
   it('movements per customer and month: new, expansion, contraction, churn, reactivation; a trial that never paid is none of them', async () => {
@@ -202,7 +208,7 @@ describe('MRR on a crafted history', () => {
       ['2025-04-01', 'cu-3', 'churn', -40],
       ['2025-05-01', 'cu-4', 'reactivation', 15],
     ]);
-    expect(movements.filter((m) => m.customer_id === 'cu-6')).toEqual([]);
+    expect(movements.filter((m) => m.customer_id === 'cu-6' || m.customer_id === 'cu-7')).toEqual([]);
   });
 
   it('reporting currency: amounts at the rate of the month end, a rate change moves no customer, a missing rate leaves the month unknown', async () => {
