@@ -10,13 +10,12 @@ import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-truth.js';
 
 /**
- * MRR in money (docs/WAREHOUSE.md#mrr-in-money): mrr_daily, mrr_movements and mrr_monthly
+ * MRR in money (docs/WAREHOUSE.md, "MRR in money"): mrr_daily, mrr_movements and mrr_monthly
  * against the same definitions computed in TypeScript from the history itself (test/helpers/
  * metric-truth.ts), first on a crafted history with every edge case (an upgrade and a downgrade
  * in mid-month, a price change, a cancellation, a reactivation, a trial that converts and one that
  * does not, yearly and quarterly fees, a quantity, a variant never read, three currencies, a rate
- * changed in mid-month and a missing rate), then on
- * the sandbox scenario's warehouse, row by row.
+ * changed in mid-month and a missing rate), then on the sandbox scenario's warehouse, row by row.
  */
 const config = testConfig();
 const log = createLogger('warn');
