@@ -523,3 +523,210 @@ SELECT m.minute,
           FROM resource_versions r
          GROUP BY 1) m
  GROUP BY m.minute;
+
+-- MRR in money (docs/WAREHOUSE.md#mrr-in-money). A contract's MRR on a day is the recurring fee
+-- of the plan variant of its Normal phase in force at the end of that UTC day, normalised to a
+-- month and times the phase's Quantity, in the contract's Currency; nothing in a Trial or
+-- Inactive phase, before the StartDate, or once the EndDate has come (a cancelled contract pays
+-- until its EndDate). Component subscriptions and discounts are not read by the loader (the
+-- service serves them under their own paths), so they are not in it.
+
+-- The phases with what pricing needs: the variant and the quantity (Phases[].PlanVariantId,
+-- Quantity), keys in any letter case, looked up in a level of their own (as above).
+DROP FUNCTION IF EXISTS metric_mrr_phases(jsonb);
+CREATE FUNCTION metric_mrr_phases(phases jsonb)
+RETURNS TABLE (n bigint, phase_type text, starts_at timestamptz, plan_id text, plan_variant_id text, quantity numeric)
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+  SELECT e.n, lower(wh_as_text(k.phase_type)), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id), wh_as_text(k.plan_variant_id), wh_as_numeric(k.quantity)
+    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n)
+    CROSS JOIN LATERAL (SELECT wh_field(e.value, 'Type', 'type', 'type') AS phase_type,
+                               wh_field(e.value, 'StartDate', 'startDate', 'startdate') AS starts_at,
+                               wh_field(e.value, 'PlanId', 'planId', 'planid') AS plan_id,
+                               wh_field(e.value, 'PlanVariantId', 'planVariantId', 'planvariantid') AS plan_variant_id,
+                               wh_field(e.value, 'Quantity', 'quantity', 'quantity') AS quantity
+                        OFFSET 0) k;
+END;
+
+-- Each plan variant's prices over time: RecurringFee per FeePeriod {Unit, Quantity} as a monthly
+-- fee (Month: / Quantity; Year: / 12 Quantity; Week: x 52 / 12 Quantity; Day: x 365 / 12
+-- Quantity; another unit: NULL, unpriced). The service dates no price change: a version is in
+-- force from when the loader read it (valid_from; a live loader reads it seconds after
+-- PlanVariantChanged), and the first version read also for all time before it. A deleted
+-- variant keeps its last price for the contracts still on it.
+CREATE VIEW metric_plan_variant_prices AS
+SELECT v.resource_id AS plan_variant_id,
+       v.version,
+       CASE WHEN row_number() OVER w = 1 THEN '-infinity'::timestamptz ELSE v.valid_from END AS price_from,
+       COALESCE(lead(v.valid_from) OVER w, 'infinity'::timestamptz) AS price_until,
+       v.recurring_fee,
+       v.fee_period_unit,
+       v.fee_period_quantity,
+       v.recurring_fee
+         * CASE lower(v.fee_period_unit) WHEN 'month' THEN 1 WHEN 'year' THEN 1 WHEN 'week' THEN 52 WHEN 'day' THEN 365 END
+         / (CASE lower(v.fee_period_unit) WHEN 'month' THEN 1 ELSE 12 END * NULLIF(COALESCE(v.fee_period_quantity, 1), 0)) AS monthly_fee
+  FROM plan_variant_history v
+ WHERE NOT v.deleted
+WINDOW w AS (PARTITION BY v.resource_id ORDER BY v.version);
+
+-- The paying spans: each Normal phase with a PlanVariantId of a contract with a StartDate (the
+-- contract's latest version; metric_contract_lifecycle), from its start to the start of the next
+-- phase (phases starting together: the later listed one is in force) or the EndDate, whichever
+-- comes first (ends_at NULL: neither is known), started by now. quantity: the phase's Quantity,
+-- 1 if absent. A moment `at` is in a span when starts_at < at <= ends_at: the state just before
+-- `at`, so that "the end of a day" is the next midnight.
+CREATE VIEW metric_mrr_spans AS
+WITH contracts AS MATERIALIZED (
+  SELECT l.contract_id, l.customer_id, upper(wh_as_text(c.fields -> 'currency')) AS currency, l.end_date, l.phases
+    FROM metric_contract_lifecycle l
+    JOIN current_facts c ON c.resource_type = 'Contract' AND c.resource_id = l.contract_id AND NOT c.deleted
+), phases AS (
+  SELECT k.contract_id, k.customer_id, k.currency, k.end_date, p.phase_type, p.starts_at, p.plan_id, p.plan_variant_id, p.quantity,
+         lead(p.starts_at) OVER (PARTITION BY k.contract_id ORDER BY p.starts_at, p.n) AS next_starts_at
+    FROM contracts k
+    CROSS JOIN LATERAL metric_mrr_phases(k.phases) p
+   WHERE p.starts_at IS NOT NULL
+)
+SELECT contract_id, customer_id, currency, plan_id, plan_variant_id, COALESCE(quantity, 1) AS quantity, starts_at,
+       LEAST(next_starts_at, end_date) AS ends_at
+  FROM phases
+ WHERE phase_type = 'normal' AND plan_variant_id IS NOT NULL AND starts_at < now()
+   AND (LEAST(next_starts_at, end_date) IS NULL OR LEAST(next_starts_at, end_date) > starts_at);
+
+-- The analyst's rates as spans: each row from its valid_from to the next row's of the currency.
+CREATE VIEW metric_fx_rates AS
+SELECT currency, valid_from, lead(valid_from) OVER (PARTITION BY currency ORDER BY valid_from) AS valid_until, rate_to_reporting
+  FROM fx_rates;
+
+-- One row per contract and UTC day with a paying span in force at the end of the day (at now()
+-- for today), up to today. mrr: the variant's monthly fee in force then x the quantity, in
+-- `currency`; NULL when the variant was never read or its period unit is unknown (and then left
+-- out of every sum below). rate_to_reporting: the fx_rates row of the currency valid on that day;
+-- mrr_reporting: mrr x that rate (NULL without one).
+CREATE VIEW mrr_daily AS
+SELECT x.day,
+       x.contract_id,
+       x.customer_id,
+       x.currency,
+       x.plan_id,
+       x.plan_variant_id,
+       x.quantity,
+       p.monthly_fee * x.quantity AS mrr,
+       f.rate_to_reporting,
+       p.monthly_fee * x.quantity * f.rate_to_reporting AS mrr_reporting
+  FROM (SELECT s.*, (d AT TIME ZONE 'UTC')::date AS day, LEAST(d + interval '24 hours', now()) AS at
+          FROM metric_mrr_spans s
+          CROSS JOIN LATERAL generate_series(date_trunc('day', s.starts_at, 'UTC'), LEAST(s.ends_at, now()), interval '24 hours') AS d) x
+  LEFT JOIN metric_plan_variant_prices p ON p.plan_variant_id = x.plan_variant_id AND p.price_from < x.at AND x.at <= p.price_until
+  LEFT JOIN metric_fx_rates f ON f.currency = x.currency AND f.valid_from <= x.day AND (f.valid_until IS NULL OR x.day < f.valid_until)
+ WHERE x.starts_at < x.at AND (x.ends_at IS NULL OR x.ends_at >= x.at);
+
+-- One row per customer, currency and UTC month in which the customer had MRR at the month's end
+-- or at the previous month's end, up to the running month: the MRR at the end of the month (its
+-- last day, or today for the running month: the same rule as mrr_daily, evaluated at month ends
+-- only) against the previous month's end, and ChartMogul's movement
+-- (https://help.chartmogul.com/hc/en-us/articles/203299912): new (from nothing, never any MRR
+-- before), reactivation (from nothing, some MRR in an earlier month), expansion, contraction,
+-- churn (to nothing), unchanged. amount: mrr - previous_mrr (negative for contraction and churn).
+-- Reporting currency: every amount of the row at the rate valid on the month's end day, so a rate
+-- change moves no customer; the MRR of consecutive months differs from their movements by the
+-- rate change alone.
+CREATE VIEW mrr_movements AS
+WITH snapshots AS (
+  SELECT x.month, s.customer_id, s.currency, sum(p.monthly_fee * s.quantity) AS mrr
+    FROM metric_mrr_spans s
+    CROSS JOIN LATERAL (SELECT m::date AS month, LEAST((m + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS day
+                          FROM generate_series(date_trunc('month', s.starts_at AT TIME ZONE 'UTC'), date_trunc('month', LEAST(s.ends_at, now()) AT TIME ZONE 'UTC'), interval '1 month') AS m) x
+    CROSS JOIN LATERAL (SELECT LEAST((x.day + 1)::timestamp AT TIME ZONE 'UTC', now()) AS at) a
+    JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id AND p.price_from < a.at AND a.at <= p.price_until
+   WHERE s.starts_at < a.at AND (s.ends_at IS NULL OR s.ends_at >= a.at) AND p.monthly_fee IS NOT NULL
+   GROUP BY 1, 2, 3
+  HAVING sum(p.monthly_fee * s.quantity) > 0
+), sequenced AS (
+  SELECT s.*, lag(s.month) OVER w AS previous_month, lag(s.mrr) OVER w AS previous_month_mrr, lead(s.month) OVER w AS next_month, row_number() OVER w AS n
+    FROM snapshots s
+  WINDOW w AS (PARTITION BY s.customer_id, s.currency ORDER BY s.month)
+), customer_months AS (
+  SELECT month, customer_id, currency,
+         CASE WHEN previous_month = (month - interval '1 month')::date THEN previous_month_mrr ELSE 0 END AS previous_mrr,
+         mrr,
+         n > 1 AS paid_before
+    FROM sequenced
+  UNION ALL
+  -- The month after the last month with MRR: churn.
+  SELECT (month + interval '1 month')::date, customer_id, currency, mrr, 0, true
+    FROM sequenced
+   WHERE next_month IS DISTINCT FROM (month + interval '1 month')::date
+     AND month + interval '1 month' <= date_trunc('month', now() AT TIME ZONE 'UTC')
+), ended AS (
+  SELECT r.*, LEAST((r.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day FROM customer_months r
+)
+SELECT r.month,
+       r.customer_id,
+       r.currency,
+       r.previous_mrr,
+       r.mrr,
+       CASE WHEN r.previous_mrr = 0 AND r.mrr > 0 THEN CASE WHEN r.paid_before THEN 'reactivation' ELSE 'new' END
+            WHEN r.previous_mrr > 0 AND r.mrr = 0 THEN 'churn'
+            WHEN r.mrr > r.previous_mrr THEN 'expansion'
+            WHEN r.mrr < r.previous_mrr THEN 'contraction'
+            ELSE 'unchanged'
+       END AS movement,
+       r.mrr - r.previous_mrr AS amount,
+       f.rate_to_reporting,
+       r.previous_mrr * f.rate_to_reporting AS previous_mrr_reporting,
+       r.mrr * f.rate_to_reporting AS mrr_reporting,
+       (r.mrr - r.previous_mrr) * f.rate_to_reporting AS amount_reporting
+  FROM ended r
+  LEFT JOIN metric_fx_rates f ON f.currency = r.currency AND f.valid_from <= r.end_day AND (f.valid_until IS NULL OR r.end_day < f.valid_until);
+
+-- Per UTC month and currency, from mrr_movements: the MRR at the month's end, ARR (12 x MRR),
+-- paying customers (MRR > 0 at the month's end), ARPA (MRR / paying customers), the five
+-- movements (contraction and churn negative) and net new MRR (their sum), the starting MRR (the
+-- previous month's end), NRR (the starting customers' MRR now / starting MRR: expansion,
+-- contraction and churn count, new and reactivation do not) and GRR (the same with each customer
+-- capped at its starting MRR: only contraction and churn count). currency NULL: all currencies
+-- together in the reporting currency (fx_rates), each customer's amounts at the rate of the
+-- month's end; NULL amounts when a currency of that month has no rate.
+CREATE VIEW mrr_monthly AS
+-- The movements once (MATERIALIZED), read for both groupings.
+WITH movements AS MATERIALIZED (
+  SELECT * FROM mrr_movements
+), amounts AS (
+  -- A contract without a Currency has no row of its own here (NULL is the reporting row) and,
+  -- having no rate either, makes the reporting row of its months NULL.
+  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM movements WHERE currency IS NOT NULL
+  UNION ALL
+  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0 FROM movements
+), sums AS (
+  SELECT month, currency,
+         bool_and(has_rate) AS complete,
+         sum(mrr) AS mrr,
+         count(DISTINCT customer_id) FILTER (WHERE paying) AS customers,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'new'), 0) AS new,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'expansion'), 0) AS expansion,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'contraction'), 0) AS contraction,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'churn'), 0) AS churn,
+         COALESCE(sum(amount) FILTER (WHERE movement = 'reactivation'), 0) AS reactivation,
+         sum(previous_mrr) AS starting_mrr,
+         sum(mrr) FILTER (WHERE previous_mrr > 0) AS retained_mrr,
+         sum(LEAST(mrr, previous_mrr)) FILTER (WHERE previous_mrr > 0) AS retained_gross_mrr
+    FROM amounts
+   GROUP BY month, currency
+)
+SELECT month,
+       currency,
+       CASE WHEN complete THEN mrr END AS mrr,
+       CASE WHEN complete THEN 12 * mrr END AS arr,
+       customers,
+       CASE WHEN complete THEN mrr / NULLIF(customers, 0) END AS arpa,
+       CASE WHEN complete THEN new END AS new,
+       CASE WHEN complete THEN expansion END AS expansion,
+       CASE WHEN complete THEN contraction END AS contraction,
+       CASE WHEN complete THEN churn END AS churn,
+       CASE WHEN complete THEN reactivation END AS reactivation,
+       CASE WHEN complete THEN new + expansion + contraction + churn + reactivation END AS net_new_mrr,
+       CASE WHEN complete THEN starting_mrr END AS starting_mrr,
+       CASE WHEN complete THEN retained_mrr / NULLIF(starting_mrr, 0) END AS nrr,
+       CASE WHEN complete THEN retained_gross_mrr / NULLIF(starting_mrr, 0) END AS grr
+  FROM sums;

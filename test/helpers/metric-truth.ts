@@ -286,3 +286,246 @@ export function monthlyChurn(all: Lifecycle[], now: Date): ChurnRow[] {
   }
   return out;
 }
+
+/**
+ * MRR in money (docs/WAREHOUSE.md#mrr-in-money), from the truth: the contracts' current bodies
+ * (their phases, currency, customer) and a price book of the plan variants.
+ */
+
+/** One price of a plan variant, in force from `from` (ms; -Infinity: for all time before the next). */
+export interface PriceVersion {
+  from: number;
+  fee: number;
+  unit: string | null;
+  quantity: number | null;
+}
+
+/** Plan variant id -> its prices, in order. */
+export type PriceBook = Map<string, PriceVersion[]>;
+
+/** A fee per FeePeriod as a monthly amount: Month /q, Year /12q, Week x52/12q, Day x365/12q; null for another unit. */
+export function monthlyFee(fee: number, unit: string | null, quantity: number | null): number | null {
+  const q = quantity ?? 1;
+  if (q === 0) return null;
+  switch (unit?.toLowerCase()) {
+    case 'month':
+      return fee / q;
+    case 'year':
+      return fee / (12 * q);
+    case 'week':
+      return (fee * 52) / (12 * q);
+    case 'day':
+      return (fee * 365) / (12 * q);
+    default:
+      return null;
+  }
+}
+
+/**
+ * The prices as the loader can know them: the service dates no price change, so a state counts
+ * from when the service made it visible (its wall-clock time), the first one the loader could
+ * read (current when the first event naming the variant was sent: the loader reads the catalog
+ * on its events) for all time before. Deleted states carry no price.
+ */
+export function truthPriceBook(truth: ScenarioTruth): PriceBook {
+  const book: PriceBook = new Map();
+  for (const h of truth.histories) {
+    if (h.type !== 'PlanVariant') continue;
+    const first = truth.events.find((e) => text(field(e.payload, 'PlanVariantId')) === h.id);
+    const states = h.states.filter((s) => !s.deleted && s.body);
+    const startAt = first ? states.filter((s) => s.wallAt <= first.wallAt).length - 1 : states.length - 1;
+    const known = states.slice(Math.max(0, startAt));
+    book.set(
+      h.id,
+      known.map((s, i) => {
+        const period = field(s.body, 'FeePeriod');
+        return {
+          from: i === 0 ? -Infinity : Date.parse(s.wallAt),
+          fee: Number(field(s.body, 'RecurringFee')),
+          unit: text(field(period, 'Unit')),
+          quantity: typeof field(period, 'Quantity') === 'number' ? (field(period, 'Quantity') as number) : null,
+        };
+      }),
+    );
+  }
+  return book;
+}
+
+/** A rate into the reporting currency, valid from a UTC day (YYYY-MM-DD). */
+export interface FxRate {
+  currency: string;
+  validFrom: string;
+  rate: number;
+}
+
+function rateOn(rates: readonly FxRate[], currency: string | null, day: string): number | null {
+  const r = rates.filter((x) => x.currency === currency && x.validFrom <= day).sort((a, b) => a.validFrom.localeCompare(b.validFrom)).at(-1);
+  return r ? r.rate : null;
+}
+
+export interface MrrDayRow {
+  day: string;
+  contract_id: string;
+  customer_id: string | null;
+  currency: string | null;
+  plan_variant_id: string;
+  quantity: number;
+  mrr: number | null;
+  mrr_reporting: number | null;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Per contract the service still has and UTC day up to `now`: the Normal phase in force at the
+ * end of the day (at `now` for today), unless the EndDate has come before; its variant's monthly
+ * fee in force then x the phase's Quantity.
+ */
+export function mrrDaily(truth: ScenarioTruth, now: Date, prices: PriceBook, rates: readonly FxRate[] = []): MrrDayRow[] {
+  const out: MrrDayRow[] = [];
+  for (const h of truth.histories) {
+    if (h.type !== 'Contract' || h.deleted) continue;
+    const body = h.states.at(-1)?.body;
+    if (!body || !date(field(body, 'StartDate'))) continue;
+    const end = date(field(body, 'EndDate'));
+    const currency = text(field(body, 'Currency'))?.toUpperCase() ?? null;
+    const raw = field(body, 'Phases');
+    const phases = (Array.isArray(raw) ? raw : [])
+      .map((p, i) => ({ n: i, type: text(field(p, 'Type'))?.toLowerCase() ?? null, start: date(field(p, 'StartDate')), variant: text(field(p, 'PlanVariantId')), quantity: field(p, 'Quantity') }))
+      .filter((p) => p.start !== null)
+      .sort((a, b) => a.start!.getTime() - b.start!.getTime() || a.n - b.n);
+    if (phases.length === 0) continue;
+    const firstDay = Date.parse(`${utcDay(phases[0]!.start!)}T00:00:00Z`);
+    for (let d = firstDay; d < now.getTime(); d += DAY_MS) {
+      const at = Math.min(d + DAY_MS, now.getTime());
+      if (end && end.getTime() < at) break;
+      const current = phases.filter((p) => p.start!.getTime() < at).at(-1);
+      if (!current || current.type !== 'normal' || !current.variant) continue;
+      const quantity = typeof current.quantity === 'number' ? current.quantity : 1;
+      const price = (prices.get(current.variant) ?? []).filter((v) => v.from < at).at(-1);
+      const fee = price ? monthlyFee(price.fee, price.unit, price.quantity) : null;
+      const mrr = fee === null ? null : fee * quantity;
+      const day = new Date(d).toISOString().slice(0, 10);
+      const rate = rateOn(rates, currency, day);
+      out.push({ day, contract_id: h.id, customer_id: text(field(body, 'CustomerId')), currency, plan_variant_id: current.variant, quantity, mrr, mrr_reporting: mrr === null || rate === null ? null : mrr * rate });
+    }
+  }
+  return out.sort((a, b) => `${a.day}|${a.contract_id}`.localeCompare(`${b.day}|${b.contract_id}`));
+}
+
+export type MrrMovement = 'new' | 'expansion' | 'contraction' | 'churn' | 'reactivation' | 'unchanged';
+
+export interface MrrMovementRow {
+  month: string;
+  customer_id: string | null;
+  currency: string | null;
+  previous_mrr: number;
+  mrr: number;
+  movement: MrrMovement;
+  amount: number;
+  rate: number | null;
+}
+
+const monthOf = (day: string): string => `${day.slice(0, 7)}-01`;
+function nextMonth(month: string): string {
+  const d = new Date(`${month}T00:00:00Z`);
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)).toISOString().slice(0, 10);
+}
+/** The day a month's MRR is read: its last day, or today for the running month. */
+function monthEndDay(month: string, now: Date): string {
+  const last = new Date(Date.parse(`${nextMonth(month)}T00:00:00Z`) - DAY_MS).toISOString().slice(0, 10);
+  const today = utcDay(now);
+  return last < today ? last : today;
+}
+
+/** Per customer, currency and month: MRR at the month's end against the previous month's end, with ChartMogul's movement. */
+export function mrrMovements(days: readonly MrrDayRow[], now: Date, rates: readonly FxRate[] = []): MrrMovementRow[] {
+  const snap = new Map<string, number>();
+  const key = (month: string, customer: string | null, currency: string | null) => `${month}|${customer}|${currency}`;
+  for (const r of days) {
+    if (r.mrr === null || r.day !== monthEndDay(monthOf(r.day), now)) continue;
+    const k = key(monthOf(r.day), r.customer_id, r.currency);
+    snap.set(k, (snap.get(k) ?? 0) + r.mrr);
+  }
+  const running = monthOf(utcDay(now));
+  const keys = new Set<string>();
+  for (const [k, mrr] of snap) {
+    if (mrr <= 0) continue;
+    keys.add(k);
+    const [month, customer, currency] = k.split('|') as [string, string, string];
+    if (nextMonth(month) <= running) keys.add(`${nextMonth(month)}|${customer}|${currency}`);
+  }
+  const out: MrrMovementRow[] = [];
+  for (const k of keys) {
+    const [month, customer, currency] = k.split('|') as [string, string, string];
+    const mrr = snap.get(k) ?? 0;
+    const prevMonth = new Date(Date.UTC(Number(month.slice(0, 4)), Number(month.slice(5, 7)) - 2, 1)).toISOString().slice(0, 10);
+    const previous = snap.get(`${prevMonth}|${customer}|${currency}`) ?? 0;
+    const paidBefore = [...snap].some(([o, v]) => v > 0 && o.endsWith(`|${customer}|${currency}`) && o.slice(0, 10) < month);
+    const movement: MrrMovement =
+      previous === 0 && mrr > 0 ? (paidBefore ? 'reactivation' : 'new') : previous > 0 && mrr === 0 ? 'churn' : mrr > previous ? 'expansion' : mrr < previous ? 'contraction' : 'unchanged';
+    out.push({ month, customer_id: customer === 'null' ? null : customer, currency: currency === 'null' ? null : currency, previous_mrr: previous, mrr, movement, amount: mrr - previous, rate: rateOn(rates, currency === 'null' ? null : currency, monthEndDay(month, now)) });
+  }
+  return out.sort((a, b) => `${a.month}|${a.customer_id}|${a.currency}`.localeCompare(`${b.month}|${b.customer_id}|${b.currency}`));
+}
+
+export interface MrrMonthRow {
+  month: string;
+  /** null: every currency in the reporting currency. */
+  currency: string | null;
+  mrr: number | null;
+  arr: number | null;
+  customers: number;
+  arpa: number | null;
+  new: number | null;
+  expansion: number | null;
+  contraction: number | null;
+  churn: number | null;
+  reactivation: number | null;
+  starting_mrr: number | null;
+  nrr: number | null;
+  grr: number | null;
+}
+
+/** Per month and currency, and per month in the reporting currency: MRR, ARR, ARPA, the movements, NRR, GRR. */
+export function mrrMonthly(movements: readonly MrrMovementRow[]): MrrMonthRow[] {
+  const groups = new Map<string, { month: string; currency: string | null; rows: { customer: string | null; m: MrrMovementRow; f: number | null }[] }>();
+  for (const m of movements) {
+    // Without a currency, only in the reporting row (where it has no rate).
+    const into = m.currency === null ? ([[null, m.rate]] as const) : ([[m.currency, 1], [null, m.rate]] as const);
+    for (const [currency, f] of into) {
+      const k = `${m.month}|${currency}`;
+      const g = groups.get(k) ?? { month: m.month, currency, rows: [] };
+      g.rows.push({ customer: m.customer_id, m, f });
+      groups.set(k, g);
+    }
+  }
+  const out: MrrMonthRow[] = [];
+  for (const g of groups.values()) {
+    const complete = g.rows.every((r) => r.f !== null);
+    const sum = (pick: (m: MrrMovementRow) => number, when: (m: MrrMovementRow) => boolean = () => true) =>
+      g.rows.filter((r) => when(r.m)).reduce((a, r) => a + pick(r.m) * (r.f ?? 0), 0);
+    const mrr = sum((m) => m.mrr);
+    const customers = new Set(g.rows.filter((r) => r.m.mrr > 0).map((r) => r.customer)).size;
+    const starting = sum((m) => m.previous_mrr);
+    const kind = (k: MrrMovement) => sum((m) => m.amount, (m) => m.movement === k);
+    const c = <T>(v: T): T | null => (complete ? v : null);
+    out.push({
+      month: g.month,
+      currency: g.currency,
+      mrr: c(mrr),
+      arr: c(12 * mrr),
+      customers,
+      arpa: c(customers > 0 ? mrr / customers : null),
+      new: c(kind('new')),
+      expansion: c(kind('expansion')),
+      contraction: c(kind('contraction')),
+      churn: c(kind('churn')),
+      reactivation: c(kind('reactivation')),
+      starting_mrr: c(g.rows.length > 0 ? starting : null),
+      nrr: c(starting > 0 ? sum((m) => m.mrr, (m) => m.previous_mrr > 0) / starting : null),
+      grr: c(starting > 0 ? sum((m) => Math.min(m.mrr, m.previous_mrr), (m) => m.previous_mrr > 0) / starting : null),
+    });
+  }
+  return out.sort((a, b) => `${a.month}|${a.currency ?? ''}`.localeCompare(`${b.month}|${b.currency ?? ''}`));
+}

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteIdent } from '../../src/db/pool.js';
 import { packageRoot } from '../../src/package-root.js';
 import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
-import { lifecycles, monthlyChurn, trialCohorts } from '../helpers/metric-truth.js';
+import { lifecycles, monthlyChurn, mrrDaily, mrrMonthly, mrrMovements, trialCohorts, truthPriceBook } from '../helpers/metric-truth.js';
 import { scenarioWarehouse, type ScenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-truth.js';
 
@@ -52,6 +52,11 @@ describe('the example queries of docs/ANALYSTS.md', () => {
       monthlyChurn(lifecycles(truth, now), now).map((r) => ({ ...r, churn_rate: r.paying_at_start === 0 ? null : (r.churned / r.paying_at_start).toFixed(4) })),
     'trial-conversion-by-cohort': (now) =>
       trialCohorts(lifecycles(truth, now), now).map((r) => ({ ...r, conversion_rate: (r.converted / r.trials).toFixed(4) })),
+    'mrr-by-month': (now) =>
+      mrrMonthly(mrrMovements(mrrDaily(truth, now, truthPriceBook(truth)), now))
+        .filter((r) => r.currency !== null)
+        .sort((a, b) => a.month.localeCompare(b.month) || a.currency!.localeCompare(b.currency!))
+        .map((r) => ({ month: r.month, currency: r.currency, mrr: r.mrr!.toFixed(2), customers: r.customers })),
   };
 
   afterAll(async () => {

@@ -59,7 +59,7 @@ describe('warehouse roles', () => {
     ]);
   });
 
-  it('the analyst reads every view and webhook_events, and can write nothing', async () => {
+  it('the analyst reads every view and webhook_events, and can write no history', async () => {
     await pool.query(
       `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
        VALUES ('Contract', 'c-1', 1, now(), false, '{"CustomerId":"cu"}', 'h', '{}', '{}', 'cu', 0, 0)`,
@@ -93,20 +93,23 @@ describe('warehouse roles', () => {
     });
   });
 
-  it('the analyst reads every view and <t>_as_of function of the analyst layer, and no table but webhook_events and dead_letters', async () => {
+  it('the analyst reads every view and <t>_as_of function of the analyst layer, no table but webhook_events and dead_letters, and writes only fx_rates', async () => {
     const views = await pool.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.views WHERE table_schema = $1 ORDER BY 1`, [config.databaseSchema]);
     const metricViews = (await loadMetricViewsSql()).views;
     const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)]), ...metricViews].sort();
     // resource_heads: the writer's view of current_facts, not the analyst's.
     expect(views.rows.map((r) => r.name)).toEqual([...expected, 'resource_heads'].sort());
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
-    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
+    expect(tables.rows.map((r) => r.name)).toEqual(['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'fx_rates', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events']);
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
       for (const type of RESOURCE_TYPES) await q(`SELECT * FROM ${s}.${quoteIdent(asOfFunction(type))}(now())`);
       expect(await q(`SELECT resource_id, customer_id FROM ${s}.contract_as_of(now())`)).toEqual([{ resource_id: 'c-1', customer_id: 'cu' }]);
       await q(`SELECT * FROM ${s}.contract_counts_as_of(now())`);
       await q(`SELECT * FROM ${s}.dead_letters`);
+      // fx_rates is the analyst's own reference data (the MRR views' exchange rates): it keeps it.
+      await q(`INSERT INTO ${s}.fx_rates VALUES ('EUR', '2025-01-01', 1)`);
+      await q(`DELETE FROM ${s}.fx_rates`);
       const denied = { code: '42501' };
       for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys']) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
