@@ -139,7 +139,7 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     expect(Object.keys(manifest.exposures)).toContain('exposure.billing_loader.billing_loader_dashboard');
     expect(manifest.exposures['exposure.billing_loader.billing_loader_dashboard']!.depends_on.nodes).toContain('source.billing_loader.billing_metrics.contract_daily');
     expect(Object.keys(manifest.semantic_models).length).toBeGreaterThanOrEqual(4);
-    expect(Object.keys(manifest.metrics)).toEqual(expect.arrayContaining(['metric.billing_loader.billing_loader_churn_rate', 'metric.billing_loader.billing_loader_trial_conversion_rate', 'metric.billing_loader.billing_loader_mrr_net']));
+    expect(Object.keys(manifest.metrics)).toEqual(expect.arrayContaining(['metric.billing_loader.billing_loader_churn_rate', 'metric.billing_loader.billing_loader_trial_conversion_rate', 'metric.billing_loader.billing_loader_mrr_net', 'metric.billing_loader.billing_loader_new_paying_contracts']));
 
     // The models landed in the login's own schema; the staging model holds every version.
     const staged = await ownerRows<{ n: number }>(`SELECT count(*)::int AS n FROM ${quoteIdent(login)}.stg_billing_loader__contract_versions`);
@@ -221,6 +221,18 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
       cohorts.map(({ cohort_month, trials: n, converted }) => ({ cohort_month, trials: n, converted })),
     );
     for (const [i, r] of trials.rows.entries()) expect(Number(r.billing_loader_trial_conversion_rate).toFixed(4)).toBe(cohorts[i]!.conversion_rate);
+
+    // The contract entity's new paying contracts are subscription_movements' new + trial_conversion.
+    const paying = await mfQuery(mf, host, tmp, ['--metrics', 'billing_loader_new_paying_contracts', '--group-by', 'metric_time__month', '--order', 'metric_time__month']);
+    expect(paying.code, paying.output).toBe(0);
+    const movements = await ownerRows<{ month: string; n: number }>(
+      `SELECT date_trunc('month', day)::date::text AS month, sum(contracts)::int AS n FROM ${quoteIdent(wh.schema)}.subscription_movements
+        WHERE movement IN ('new', 'trial_conversion') GROUP BY 1 ORDER BY 1`,
+    );
+    expect(movements.length).toBeGreaterThan(0);
+    // A contract that never paid has no paying_from: MetricFlow's row without a month, of no count.
+    const byMonth = paying.rows.filter((r) => r.metric_time__month !== '');
+    expect(byMonth.map((r) => ({ month: r.metric_time__month!.slice(0, 10), n: Number(r.billing_loader_new_paying_contracts) }))).toEqual(movements);
   }, 300_000);
 
   it('fails the build when a month\'s churn rate is above 1 (a churn the lifecycle never saw paying)', async () => {
