@@ -19,6 +19,8 @@ export interface Table {
   description: string;
   columns: Column[];
   tests?: string[];
+  /** The column `dbt source freshness` reads (its newest value), with the package's thresholds. */
+  loadedAt?: string;
 }
 
 const COMMON: Record<string, string> = {
@@ -44,6 +46,14 @@ const VALUE_TESTS: Partial<Record<ResourceType, Record<string, string[]>>> = {
     status: ["accepted_values: { arguments: { values: ['InTrial', 'Active', 'Ended', 'TrialExpired', 'TemporarilyInactive', 'Draft', 'InOrderProcess'] }, config: { severity: warn } }"],
   },
 };
+
+/**
+ * The types whose history gets a source freshness check: those a running billing account changes
+ * every day (contracts and customers sign up and end, invoices and payments follow each period).
+ * The catalog (plans, components) can stay unchanged for months, and dunnings and escalations are
+ * rare in a healthy account: a stale check there would cry wolf.
+ */
+const FRESHNESS_TYPES: ReadonlySet<ResourceType> = new Set(['Contract', 'Customer', 'Invoice', 'PaymentTransaction']);
 
 function typedDescription(key: string, type: string): string {
   const what = key.includes('.') ? `The body's \`${key}\` (a nested key, each step in any letter case)` : `The body's \`${key}\` (any letter case)`;
@@ -71,6 +81,7 @@ function typeTables(type: ResourceType, typed: TypedColumns): Table[] {
       description: `Every stored version of every ${label}, one row per version.`,
       columns: columns(),
       tests: ["unique_combination: { arguments: { columns: ['resource_id', 'version'] } }"],
+      ...(FRESHNESS_TYPES.has(type) ? { loadedAt: 'loaded_at' } : {}),
     },
     { name: `${t}_current`, description: `The latest version of each ${label} that is not deleted.`, columns: current },
     {
@@ -107,6 +118,7 @@ const SHARED_TABLES: Table[] = [
   {
     name: 'webhook_events',
     description: 'One row per webhook the ingress accepted (redeliveries with the same id once).',
+    loadedAt: 'received_at',
     columns: [
       { name: 'event_id', description: 'The webhook\'s id.', tests: ['not_null', 'unique'] },
       { name: 'event', description: 'The event name (ContractCreated, PaymentFailed, ...).', tests: ['not_null'] },
@@ -270,6 +282,10 @@ function renderTables(tables: Table[]): string[] {
   for (const table of tables) {
     out.push(`      - name: ${table.name}`, `        description: ${q(table.description)}`);
     if (table.tests?.length) out.push('        data_tests:', ...table.tests.map((t) => `          - ${t}`));
+    if (table.loadedAt) {
+      const hours = (v: string) => `{ count: "{{ var('billing_loader_freshness_${v}_after_hours') }}", period: hour }`;
+      out.push('        config:', `          loaded_at_field: ${table.loadedAt}`, '          freshness:', `            warn_after: ${hours('warn')}`, `            error_after: ${hours('error')}`);
+    }
     out.push('        columns:');
     for (const c of table.columns) {
       out.push(`          - name: ${c.name}`, `            description: ${q(c.description)}`);
@@ -280,7 +296,9 @@ function renderTables(tables: Table[]): string[] {
 }
 
 export function renderDbtSources(typed: TypedColumns): string {
-  const schema = `"{{ var('billing_schema') }}"`;
+  // The package's vars (analytics/dbt/dbt_project.yml), prefixed so that a host project's cannot clash.
+  const schema = `"{{ var('billing_loader_schema') }}"`;
+  const database = `"{{ var('billing_loader_database') or target.database }}"`;
   return [
     '# Generated from warehouse/typed-columns.json by src/warehouse/dbt-sources.ts: do not edit by hand.',
     '# After changing the mapping: npx vitest run src/warehouse/dbt-sources.test.ts -u',
@@ -289,12 +307,14 @@ export function renderDbtSources(typed: TypedColumns): string {
     'sources:',
     '  - name: billing',
     '    description: "The public views of the billing-loader warehouse (docs/CONTRACT.md section 5)."',
+    `    database: ${database}`,
     `    schema: ${schema}`,
     '    tables:',
     ...renderTables([...RESOURCE_TYPES.flatMap((t) => typeTables(t, typed)), ...SHARED_TABLES]),
     '',
     '  - name: billing_metrics',
     '    description: "The metric views `billing-loader migrate` creates over the history, in the same schema."',
+    `    database: ${database}`,
     `    schema: ${schema}`,
     '    tables:',
     ...renderTables([...METRIC_TABLES, ...METRIC_HELPER_TABLES]),

@@ -4,7 +4,9 @@
 select cohort_month,
        trials,
        converted,
+       not_converted,
+       still_in_trial,
        conversion_rate,
        round(sum(converted) over w / nullif(sum(trials) over w, 0), 4) as conversion_rate_3_cohorts
-  from {{ source('billing_metrics', 'trial_cohorts') }}
+  from {{ ref('stg_billing_loader__trial_cohorts') }}
 window w as (order by cohort_month rows between 2 preceding and current row)
