@@ -191,7 +191,7 @@ export function kafkaService(stackDir: string, port: number, controllerPort: num
         const scram = access ? [access.admin, access.loader].flatMap((u) => ['--add-scram', `SCRAM-SHA-512=[name=${u.username},password=${u.password}]`]) : [];
         await runCommand('java', [logFlag, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', properties, ...scram]);
       }
-      await spawnDetached('java', ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', logFlag, '-cp', classpath, 'kafka.Kafka', properties], {
+      await spawnDetached('java', ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', logFlag, '-cp', classpath, 'kafka.Kafka', properties], {
         cwd: dir,
         logFile,
         pidFile,
