@@ -140,10 +140,12 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
       // contract date (start, end) that has happened, widened by the
       // days of payment_outcomes: the contract dates from contract_current's typed columns (an
       // index of the current versions), not from a metric view, which costs seconds at millions
-      // of versions.
+      // of versions. While a contract runs (started, not ended), the range runs to today: the
+      // revenue figures the page leads with are then today's MRR, not that of the last change.
       const [r] = await q<{ from: string | null; to: string | null }>(
-        `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day)::text AS to
-           FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day, (max(l.at) AT TIME ZONE 'UTC')::date AS last_day
+        `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day, c.today)::text AS to
+           FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day, (max(l.at) AT TIME ZONE 'UTC')::date AS last_day,
+                        CASE WHEN bool_or(c.start_date <= now() AND (c.end_date IS NULL OR c.end_date > now())) THEN (now() AT TIME ZONE 'UTC')::date END AS today
                    FROM ${s}.contract_current c
                    CROSS JOIN LATERAL (SELECT max(d) AS at FROM unnest(ARRAY[c.start_date, c.end_date]) AS d WHERE d <= now()) l
                   WHERE c.start_date IS NOT NULL) c,

@@ -8,7 +8,9 @@ import { startDashboard, type RunningDashboard } from '../../src/dashboard/dashb
 import { quoteIdent } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
 import { createLogger } from '../../src/log.js';
+import { mrrDaily, mrrMovements, truthPriceBook } from '../helpers/metric-truth.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
+import { loadScenarioTruth } from '../helpers/warehouse-truth.js';
 
 /**
  * The dashboard's revenue part against the sandbox scenario's warehouse (read-only): MRR, ARR,
@@ -99,6 +101,12 @@ describe('the revenue endpoints', () => {
     expect(body).toMatchObject({ error: 'bad-request', parameter });
   });
 
+  it('runs the default range to today while a contract pays, so that the headline MRR is today\'s', async () => {
+    const today = await one<{ day: string | null }>(`SELECT max(day)::text AS day FROM ${s}.mrr_daily`);
+    expect(today.day).toBe(new Date().toISOString().slice(0, 10));
+    expect((await range()).to).toBe(today.day);
+  });
+
   it('names the contracts\' currencies, the most used first, and no reporting currency without exchange rates', async () => {
     const rates = await one<{ n: string }>(`SELECT count(*) AS n FROM ${s}.fx_rates`);
     expect(await get('/api/currencies')).toEqual({ status: 200, body: { currencies: await currencies(), reporting: Number(rates.n) > 0 } });
@@ -145,6 +153,31 @@ describe('the revenue endpoints', () => {
     }
     // The scenario exercises churn, so the rates above were not all zero.
     expect(churned).toBeGreaterThan(0);
+  });
+
+  it('answers the logo and revenue churn the sandbox\'s truth gives, computed from the simulator\'s contracts and prices', async () => {
+    const whole = await range();
+    const truth = await loadScenarioTruth(direct, (await scenarioWarehouse()).schema);
+    const now = new Date();
+    const movements = mrrMovements(mrrDaily(truth, now, truthPriceBook(truth)), now);
+    let compared = 0;
+    for (const currency of await currencies()) {
+      const got = (await get(`/api/revenue?from=${whole.from}&to=${whole.to}&currency=${currency}`)).body as unknown as RevenueBody;
+      for (const [i, month] of got.months.entries()) {
+        const rows = movements.filter((m) => m.currency === currency && m.month.slice(0, 7) === month);
+        const starting = rows.filter((m) => m.previous_mrr > 0);
+        const churned = rows.filter((m) => m.movement === 'churn').length;
+        const base = starting.reduce((a, m) => a + m.previous_mrr, 0);
+        const lost = -rows.filter((m) => m.movement === 'churn' || m.movement === 'contraction').reduce((a, m) => a + m.amount, 0);
+        expect([got.startingCustomers[i], got.churnedCustomers[i]], `${currency} ${month}`).toEqual([starting.length, churned]);
+        if (starting.length === 0) expect(got.logoChurnPercent[i]).toBeNull();
+        else expect(got.logoChurnPercent[i], `${currency} ${month}`).toBeCloseTo((100 * churned) / starting.length, 9);
+        if (base === 0) expect(got.revenueChurnPercent[i]).toBeNull();
+        else expect(got.revenueChurnPercent[i], `${currency} ${month}`).toBeCloseTo((100 * lost) / base, 6);
+        compared += 1;
+      }
+    }
+    expect(compared).toBeGreaterThan(0);
   });
 
   it('answers the reporting currency as mrr_monthly\'s all-currency row: its amounts NULL in a month with a currency that has no rate', async () => {
