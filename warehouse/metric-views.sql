@@ -693,7 +693,9 @@ CREATE VIEW mrr_monthly AS
 WITH movements AS MATERIALIZED (
   SELECT * FROM mrr_movements
 ), amounts AS (
-  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM movements
+  -- A contract without a Currency has no row of its own here (NULL is the reporting row) and,
+  -- having no rate either, makes the reporting row of its months NULL.
+  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM movements WHERE currency IS NOT NULL
   UNION ALL
   SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0 FROM movements
 ), sums AS (

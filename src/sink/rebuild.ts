@@ -220,6 +220,9 @@ async function swap(pool: pg.Pool, live: string, fresh: string): Promise<string 
     // dead-letter group (whose offsets stay where they are) goes on from there.
     const hasLetters = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'dead_letters'`, [live])).rowCount === 1;
     if (hasLetters) await client.query(`INSERT INTO ${quoteIdent(fresh)}.dead_letters SELECT * FROM ${quoteIdent(live)}.dead_letters ON CONFLICT DO NOTHING`);
+    // The analyst's exchange rates (fx_rates, the MRR views' reference data) are in no log either.
+    const hasRates = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'fx_rates'`, [live])).rowCount === 1;
+    if (hasRates) await client.query(`INSERT INTO ${quoteIdent(fresh)}.fx_rates SELECT * FROM ${quoteIdent(live)}.fx_rates ON CONFLICT DO NOTHING`);
     if (replaced) await client.query(`ALTER SCHEMA ${quoteIdent(live)} RENAME TO ${quoteIdent(replaced)}`);
     await client.query(`ALTER SCHEMA ${quoteIdent(fresh)} RENAME TO ${quoteIdent(live)}`);
     await client.query('COMMIT');

@@ -491,7 +491,9 @@ export interface MrrMonthRow {
 export function mrrMonthly(movements: readonly MrrMovementRow[]): MrrMonthRow[] {
   const groups = new Map<string, { month: string; currency: string | null; rows: { customer: string | null; m: MrrMovementRow; f: number | null }[] }>();
   for (const m of movements) {
-    for (const [currency, f] of [[m.currency, 1], [null, m.rate]] as const) {
+    // Without a currency, only in the reporting row (where it has no rate).
+    const into = m.currency === null ? ([[null, m.rate]] as const) : ([[m.currency, 1], [null, m.rate]] as const);
+    for (const [currency, f] of into) {
       const k = `${m.month}|${currency}`;
       const g = groups.get(k) ?? { month: m.month, currency, rows: [] };
       g.rows.push({ customer: m.customer_id, m, f });

@@ -10,12 +10,13 @@ import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-truth.js';
 
 /**
- * MRR in money (docs/WAREHOUSE.md#mrr-in-money): mrr_daily, mrr_movements and mrr_monthly
+ * MRR in money (docs/WAREHOUSE.md, "MRR in money"): mrr_daily, mrr_movements and mrr_monthly
  * against the same definitions computed in TypeScript from the history itself (test/helpers/
  * metric-truth.ts), first on a crafted history with every edge case (an upgrade and a downgrade
  * in mid-month, a price change, a cancellation, a reactivation, a trial that converts and one that
- * does not, yearly and quarterly fees, a quantity, three currencies and a missing rate), then on
- * the sandbox scenario's warehouse, row by row.
+ * does not, yearly, quarterly, weekly and daily fees, a quantity, a variant never read, three
+ * currencies, a rate changed in mid-month and a missing rate), then on the sandbox scenario's
+ * warehouse, row by row.
  */
 const config = testConfig();
 const log = createLogger('warn');
@@ -150,6 +151,9 @@ describe('MRR on a crafted history', () => {
     // 240 a year: 20 a month. 45 a quarter: 15 a month.
     await variant('v-annual', [{ at: '2025-01-01T00:00:00Z', fee: 240, unit: 'Year', quantity: 1 }]);
     await variant('v-quarter', [{ at: '2025-01-01T00:00:00Z', fee: 45, unit: 'Month', quantity: 3 }]);
+    // 7 a week: 7 x 52 / 12 a month; 2 a day every two days: 365 / 12.
+    await variant('v-weekly', [{ at: '2025-01-01T00:00:00Z', fee: 7, unit: 'Week', quantity: 1 }]);
+    await variant('v-daily', [{ at: '2025-01-01T00:00:00Z', fee: 2, unit: 'Day', quantity: 2 }]);
     // cu-1: basic from 10 January, upgraded to pro on 15 February at noon.
     await contract('c-up', 'cu-1', 'EUR', '2025-01-10T09:00:00Z', [phase('Normal', '2025-01-10T09:00:00Z', 'v-basic'), phase('Normal', '2025-02-15T12:00:00Z', 'v-pro')]);
     // cu-2: pro from 5 January, downgraded to basic on 20 February; basic's price rises in March.
@@ -162,6 +166,11 @@ describe('MRR on a crafted history', () => {
     // cu-5: a trial from 1 January that converts on 15 January. cu-6: a trial cancelled in its trial.
     await contract('c-trial', 'cu-5', 'EUR', '2025-01-01T00:00:00Z', [phase('Trial', '2025-01-01T00:00:00Z', 'v-pro'), phase('Normal', '2025-01-15T00:00:00Z', 'v-pro')]);
     await contract('c-lost', 'cu-6', 'EUR', '2025-02-01T00:00:00Z', [phase('Trial', '2025-02-01T00:00:00Z', 'v-pro'), inactive('2025-02-15T00:00:00Z')], '2025-02-15T00:00:00Z');
+    // cu-8: weekly and daily fees, from June.
+    await contract('c-weekly', 'cu-8', 'EUR', '2025-06-02T00:00:00Z', [phase('Normal', '2025-06-02T00:00:00Z', 'v-weekly')]);
+    await contract('c-daily', 'cu-8', 'EUR', '2025-06-03T00:00:00Z', [phase('Normal', '2025-06-03T00:00:00Z', 'v-daily')]);
+    // cu-7: on a variant the loader never read: its days are listed unpriced, and it moves nothing.
+    await contract('c-unread', 'cu-7', 'EUR', '2025-03-03T00:00:00Z', [phase('Normal', '2025-03-03T00:00:00Z', 'v-unread')]);
     for (const x of rates) await pool.query(`INSERT INTO ${s}.fx_rates (currency, valid_from, rate_to_reporting) VALUES ($1, $2, $3)`, [x.currency, x.validFrom, x.rate]);
   });
 
@@ -181,9 +190,13 @@ describe('MRR on a crafted history', () => {
     // Yearly fee x 2 seats, until the day before the EndDate; quarterly fee per month.
     expect([mrr('c-cancel', '2025-04-14'), mrr('c-cancel', '2025-04-15')]).toEqual([40, 0]);
     expect(mrr('c-gone', '2025-01-31')).toBe(15);
+    expect([mrr('c-weekly', '2025-06-30'), mrr('c-daily', '2025-06-30')]).toEqual([r6((7 * 52) / 12), r6(365 / 12)]);
     // A trial is no MRR; the converted contract pays from its conversion day.
     expect([mrr('c-trial', '2025-01-14'), mrr('c-trial', '2025-01-15')]).toEqual([0, 30]);
     expect(days.filter((d) => d.contract_id === 'c-lost')).toEqual([]);
+    const unread = days.filter((d) => d.contract_id === 'c-unread');
+    expect(unread.length).toBeGreaterThan(0);
+    expect(unread.filter((d) => d.mrr !== null)).toEqual([]);
   });
 
   it('movements per customer and month: new, expansion, contraction, churn, reactivation; a trial that never paid is none of them', async () => {
@@ -202,7 +215,7 @@ describe('MRR on a crafted history', () => {
       ['2025-04-01', 'cu-3', 'churn', -40],
       ['2025-05-01', 'cu-4', 'reactivation', 15],
     ]);
-    expect(movements.filter((m) => m.customer_id === 'cu-6')).toEqual([]);
+    expect(movements.filter((m) => m.customer_id === 'cu-6' || m.customer_id === 'cu-7')).toEqual([]);
   });
 
   it('reporting currency: amounts at the rate of the month end, a rate change moves no customer, a missing rate leaves the month unknown', async () => {

@@ -46,6 +46,8 @@ describe('replay --rebuild', () => {
     await sink.stop();
     // A recorded dead letter: no log a rebuild reads holds it, so it moves over at the swap.
     await h.pool.query(`INSERT INTO ${h.table('dead_letters')} (dlq_topic, dlq_partition, dlq_offset, stage, error_class, error_message, source_topic, source_partition, source_offset, failed_at) VALUES ('d', 0, 0, 'sink', 'decode', 'x', 's', 0, 0, now())`);
+    // The analyst's exchange rates (the MRR views' fx_rates) are in no log either: they move over too.
+    await h.pool.query(`INSERT INTO ${h.table('fx_rates')} (currency, valid_from, rate_to_reporting) VALUES ('CHF', '2025-01-01', 1.04)`);
 
     const oldOid = (await h.pool.query(`SELECT oid FROM pg_namespace WHERE nspname = $1`, [h.schema])).rows[0].oid;
     const result = await runCli(['replay', '--rebuild'], env);
@@ -64,7 +66,8 @@ describe('replay --rebuild', () => {
     const a = quoteIdent(h.schema);
     const b = quoteIdent(old);
     expect(await h.count(`SELECT count(*) n FROM ${a}.dead_letters`)).toBe(1);
-    for (const table of ['resource_versions', 'webhook_events', 'order_history', 'invoice_current', 'dead_letters']) {
+    expect(await h.count(`SELECT count(*) n FROM ${a}.fx_rates`)).toBe(1);
+    for (const table of ['resource_versions', 'webhook_events', 'order_history', 'invoice_current', 'dead_letters', 'fx_rates']) {
       const diff = await h.rowDifference(a, b, table);
       expect(diff, table).toBe(0);
     }
