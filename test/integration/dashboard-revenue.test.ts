@@ -5,10 +5,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { SEARCH_LIMIT } from '../../src/dashboard/customer-search.js';
 import { startDashboard, type RunningDashboard } from '../../src/dashboard/dashboard-server.js';
+import { migrate } from '../../src/db/migrate.js';
 import { quoteIdent } from '../../src/db/pool.js';
 import { createHealth } from '../../src/health.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
 import { mrrDaily, mrrMovements, truthPriceBook } from '../helpers/metric-truth.js';
+import { uniqueSuffix } from '../helpers/environment.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { loadScenarioTruth } from '../helpers/warehouse-truth.js';
 
@@ -334,6 +336,59 @@ describe.skipIf(!existsSync(CHROMIUM))('the revenue part of the page in chromium
     await page.click('#customer-search button[type=submit]');
     await page.waitForSelector('#customer-none');
     expect(problems).toEqual([]);
+  });
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('with exchange rates', () => {
+  // The scenario's warehouse is read-only for its users: its versions copied into a schema of
+  // this test's own, where the analyst's rates can be entered.
+  const schema = `dash_rates_${uniqueSuffix()}`;
+  const r = quoteIdent(schema);
+  let rated: RunningDashboard;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const wh = await scenarioWarehouse();
+    await migrate(direct, { schema, log: silentLogger });
+    const columns = 'resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset, loaded_at';
+    await direct.query(`INSERT INTO ${r}.resource_versions (${columns}) SELECT ${columns} FROM ${quoteIdent(wh.schema)}.resource_versions ORDER BY resource_type, resource_id, version`);
+    await direct.query(`INSERT INTO ${r}.fx_rates (currency, valid_from, rate_to_reporting) VALUES ('EUR', '2024-01-01', 1), ('CHF', '2024-01-01', 1.04), ('CHF', '2025-03-01', 1.07), ('USD', '2024-01-01', 0.92)`);
+    const config = loadConfig({ ...inject('services'), DATABASE_SCHEMA: schema, LOG_LEVEL: 'warn' });
+    rated = await startDashboard({ log: createLogger('warn'), health: createHealth() }, config, { host: '127.0.0.1', port: 0 });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 300_000);
+  afterAll(async () => {
+    await browser?.close();
+    await rated?.stop();
+    await direct.query(`DROP SCHEMA IF EXISTS ${r} CASCADE`);
+  });
+
+  it('opens in the reporting currency, its figures those of mrr_monthly\'s all-currency row', async () => {
+    expect(((await (await fetch(`${rated.url}/api/currencies`)).json()) as { reporting: boolean }).reporting).toBe(true);
+    const whole = ((await (await fetch(`${rated.url}/api/range`)).json()) as { range: { from: string; to: string } }).range;
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('response', (res) => res.status() >= 400 && problems.push(`HTTP ${res.status()}: ${res.url()}`));
+    await page.goto(`${rated.url}/`);
+    await page.waitForFunction(([want, cur]) => {
+      const body = (globalThis as unknown as InPage).document.body;
+      return body.dataset.loaded === want && body.dataset.currency === cur;
+    }, [`${whole.from}..${whole.to}`, 'reporting'] as const, { timeout: 30_000 });
+    const want = await rows<{ month: string; mrr: string | null; arr: string | null; arpa: string | null }>(
+      `SELECT to_char(month, 'YYYY-MM') AS month, mrr, arr, arpa FROM ${r}.mrr_monthly WHERE currency IS NULL AND month <= $1::date ORDER BY month DESC LIMIT 1`,
+      [whole.to],
+    );
+    const last = want[0]!;
+    expect(Number(last.mrr)).toBeGreaterThan(0);
+    const text = (id: string) => page.locator(`#${id}`).innerText();
+    expect(await text('revenue-month')).toBe(`in ${last.month}`);
+    expect(await text('kpi-mrr')).toMatch(/^[0-9,]+\.[0-9]{2}$/);
+    expect(Number((await text('kpi-mrr')).replace(/,/g, ''))).toBeCloseTo(Number(last.mrr), 2);
+    expect(Number((await text('kpi-arr')).replace(/,/g, ''))).toBeCloseTo(Number(last.arr), 2);
+    expect(Number((await text('kpi-arpa')).replace(/,/g, ''))).toBeCloseTo(Number(last.arpa), 2);
+    expect(problems).toEqual([]);
+    await page.close();
   });
 });
 
