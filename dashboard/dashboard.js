@@ -10,8 +10,13 @@ const MOVEMENT_COLORS = { new: '#2563eb', trial_start: '#93c5fd', trial_conversi
 const STATUS_LABELS = { in_trial: 'In trial', active: 'Active', cancelled_running: 'Cancelled, running', ended: 'Ended' };
 const STATUS_COLORS = { in_trial: '#f59e0b', active: '#2563eb', cancelled_running: '#ea580c', ended: '#9ca3af' };
 
+const MRR_MOVEMENT_LABELS = { new: 'New', expansion: 'Expansion', reactivation: 'Reactivation', contraction: 'Contraction', churn: 'Churn' };
+const MRR_MOVEMENT_COLORS = { new: '#2563eb', expansion: '#16a34a', reactivation: '#7c3aed', contraction: '#f59e0b', churn: '#dc2626' };
+
 const $ = (id) => document.getElementById(id);
 const fmt = new Intl.NumberFormat('en');
+const fmtMoney = new Intl.NumberFormat('en', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const fmtPercent = new Intl.NumberFormat('en', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 const charts = {};
 
 Chart.defaults.font.family = getComputedStyle(document.documentElement).fontFamily;
@@ -36,7 +41,7 @@ function draw(id, type, labels, datasets, options) {
 
 const axes = (yTitle, extra = {}) => ({
   x: { ticks: { maxTicksLimit: 10, maxRotation: 0 }, grid: { display: false }, ...(extra.stacked ? { stacked: true } : {}) },
-  y: { beginAtZero: true, title: { display: true, text: yTitle }, ticks: { precision: 0 }, ...(extra.stacked ? { stacked: true } : {}) },
+  y: { beginAtZero: true, title: { display: true, text: yTitle }, ticks: extra.money || extra.percent ? {} : { precision: 0 }, ...(extra.stacked ? { stacked: true } : {}) },
   ...(extra.y1 ? { y1: { position: 'right', beginAtZero: true, title: { display: true, text: extra.y1 }, grid: { drawOnChartArea: false }, ...(extra.y1max ? { max: extra.y1max } : {}) } } : {}),
 });
 
@@ -56,6 +61,101 @@ const range = () => `from=${encodeURIComponent($('from').value)}&to=${encodeURIC
 const line = (label, data, color, extra = {}) => ({ label, data, borderColor: color, backgroundColor: color, pointRadius: data.length < 40 ? 3 : 0, borderWidth: 2, tension: 0.2, ...extra });
 const bar = (label, data, color, extra = {}) => ({ label, data, backgroundColor: color, borderWidth: 0, maxBarThickness: 48, ...extra });
 const hours = (h) => (h === null ? 'n/a' : h < 48 ? `${fmt.format(h)} h` : `${fmt.format(Math.round(h / 2.4) / 10)} days`);
+
+// ---- revenue ----
+
+/** The chosen currency: a code, or 'reporting' (every currency through the analyst's fx_rates). */
+const currency = () => $('currency').value;
+const money = (v) => (v === null || v === undefined ? 'n/a' : `${fmtMoney.format(v)}${currency() === 'reporting' ? '' : ` ${currency()}`}`);
+const percent = (v) => (v === null || v === undefined ? 'n/a' : `${fmtPercent.format(v)} %`);
+const ratioPercent = (v) => (v === null || v === undefined ? null : v * 100);
+
+async function loadCurrencies() {
+  const c = await api('/api/currencies');
+  const options = [...(c.reporting ? [['reporting', 'All, in reporting currency']] : []), ...c.currencies.map((code) => [code, code])];
+  $('currency').replaceChildren(...options.map(([value, label]) => el('option', { value }, label)));
+  $('currency').disabled = options.length === 0;
+}
+
+async function loadRevenue() {
+  if (!currency()) {
+    $('revenue-month').textContent = 'no contract has a currency yet';
+    return;
+  }
+  const d = await api(`/api/revenue?${range()}&currency=${encodeURIComponent(currency())}`);
+  draw('chart-mrr', 'line', d.months, [
+    line('MRR', d.mrr, '#2563eb', { fill: true, backgroundColor: '#2563eb22' }),
+    line('ARR', d.arr, '#16a34a', { yAxisID: 'y1', borderDash: [4, 3] }),
+  ], { scales: axes('MRR', { y1: 'ARR', money: true }) });
+  draw('chart-mrr-movements', 'bar', d.months, [
+    { type: 'line', label: 'Net new MRR', data: d.netNewMrr, borderColor: '#1d2330', backgroundColor: '#1d2330', pointRadius: d.months.length < 40 ? 3 : 0, borderWidth: 2, order: 0 },
+    ...Object.keys(MRR_MOVEMENT_LABELS).map((k) => bar(MRR_MOVEMENT_LABELS[k], d.movements[k], MRR_MOVEMENT_COLORS[k], { order: 1 })),
+  ], { scales: axes('MRR', { stacked: true, money: true, signed: true }) });
+  draw('chart-churn', 'line', d.months, [
+    line('Logo churn (%)', d.logoChurnPercent, '#dc2626'),
+    line('Revenue churn (%)', d.revenueChurnPercent, '#f59e0b'),
+    line('NRR (%)', d.nrr.map(ratioPercent), '#2563eb', { yAxisID: 'y1' }),
+    line('GRR (%)', d.grr.map(ratioPercent), '#16a34a', { yAxisID: 'y1', borderDash: [4, 3] }),
+  ], { scales: axes('churn, %', { y1: 'retention, %', percent: true }) });
+  draw('chart-arpa', 'line', d.months, [
+    line('ARPA', d.arpa, '#7c3aed'),
+    bar('Paying customers', d.customers, '#93c5fd', { type: 'bar', yAxisID: 'y1', order: 1 }),
+  ], { scales: axes('ARPA', { y1: 'customers', money: true }) });
+
+  // The headline is the range's last month with MRR (the running month: at today).
+  let last = d.months.length - 1;
+  while (last >= 0 && d.mrr[last] === null && d.customers[last] === null) last -= 1;
+  const at = (series) => (last < 0 ? null : series[last]);
+  $('revenue-month').textContent = last < 0 ? 'no MRR in the range' : `in ${d.months[last]}`;
+  $('revenue-month').dataset.month = last < 0 ? '' : d.months[last];
+  $('kpi-mrr').textContent = money(at(d.mrr));
+  $('kpi-mrr-sub').textContent = last < 0 ? '' : `at the end of ${d.months[last]}`;
+  $('kpi-arr').textContent = money(at(d.arr));
+  $('kpi-customers').textContent = at(d.customers) === null ? 'n/a' : fmt.format(at(d.customers));
+  $('kpi-arpa').textContent = money(at(d.arpa));
+  $('kpi-nrr').textContent = percent(ratioPercent(at(d.nrr)));
+  $('kpi-grr').textContent = `gross ${percent(ratioPercent(at(d.grr)))}, month on month`;
+  $('kpi-logo-churn').textContent = percent(at(d.logoChurnPercent));
+  $('kpi-logo-churn-sub').textContent = last < 0 ? '' : `${fmt.format(at(d.churnedCustomers))} of ${fmt.format(at(d.startingCustomers))} customers`;
+  $('kpi-revenue-churn').textContent = percent(at(d.revenueChurnPercent));
+  const sum = (k) => d.movements[k].reduce((a, v) => a + (v ?? 0), 0);
+  $('mrr-movements-total').textContent = `In range: ${Object.keys(MRR_MOVEMENT_LABELS).map((k) => `${MRR_MOVEMENT_LABELS[k].toLowerCase()} ${money(sum(k))}`).join(', ')}.`;
+}
+
+async function findCustomers(text) {
+  const box = $('customer-results');
+  box.replaceChildren(el('p', { class: 'legend' }, `Searching ${text}…`));
+  let r;
+  try {
+    r = await api(`/api/customers?q=${encodeURIComponent(text)}`);
+  } catch (err) {
+    box.replaceChildren(el('p', { class: 'error-text', id: 'customer-error' }, err.message));
+    return;
+  }
+  if (r.customers.length === 0) {
+    box.replaceChildren(el('p', { class: 'legend', id: 'customer-none' }, `No customer's name, e-mail or external id contains ${text}.`));
+    return;
+  }
+  const rows = r.customers.map((c) => {
+    const a = el('a', { href: '#', 'data-id': c.id }, c.companyName ?? c.name ?? c.id);
+    a.addEventListener('click', (e) => {
+      e.preventDefault();
+      $('resource-id').value = c.id;
+      showTimeline(c.id).then(() => $('timeline').scrollIntoView({ block: 'nearest' }));
+    });
+    return el('tr', { 'data-id': c.id }, el('td', {}, a), el('td', {}, c.email ?? ''), el('td', {}, c.externalId ?? ''));
+  });
+  box.replaceChildren(
+    el('table', { id: 'customer-table', class: 'results' }, el('thead', {}, el('tr', {}, el('th', {}, 'customer'), el('th', {}, 'e-mail'), el('th', {}, 'external id'))), el('tbody', {}, ...rows)),
+    ...(r.more ? [el('p', { class: 'legend' }, 'More customers match: type more of the name.')] : []),
+  );
+}
+
+$('customer-search').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = $('customer-text').value.trim();
+  if (text) findCustomers(text);
+});
 
 async function loadContracts() {
   const d = await api(`/api/contract-daily?${range()}`);
@@ -86,6 +186,10 @@ async function loadCohorts() {
     bar('Converted', d.converted, '#2563eb'),
     { type: 'line', label: 'Conversion rate (%)', data: d.ratePercent, yAxisID: 'y1', borderColor: '#16a34a', backgroundColor: '#16a34a', pointRadius: 4 },
   ], { scales: axes('trials', { y1: 'converted, %', y1max: 100 }) });
+  $('cohort-table').tBodies[0].replaceChildren(...d.months.map((m, i) => el('tr', { 'data-month': m },
+    el('td', {}, m), el('td', {}, fmt.format(d.trials[i])), el('td', {}, fmt.format(d.converted[i])),
+    el('td', {}, d.ratePercent[i] === null ? 'n/a' : `${fmtPercent.format(d.ratePercent[i])} %`),
+    el('td', {}, fmt.format(d.stillInTrial[i])), el('td', {}, fmt.format(d.notConverted[i])))).reverse());
 }
 
 async function loadEpisodes() {
@@ -127,9 +231,10 @@ async function loadAll() {
   document.body.dataset.loaded = '';
   setStatus(`Loading ${from} to ${to}…`);
   try {
-    await Promise.all([loadContracts(), loadMovements(), loadCohorts(), loadEpisodes(), loadPayments(), loadPipeline()]);
+    await Promise.all([loadRevenue(), loadContracts(), loadMovements(), loadCohorts(), loadEpisodes(), loadPayments(), loadPipeline()]);
     if (mine !== generation) return;
     setStatus(`Showing ${from} to ${to}.`);
+    document.body.dataset.currency = currency();
     document.body.dataset.loaded = `${from}..${to}`;
   } catch (err) {
     setStatus(`Could not load the charts: ${err.message}`, true);
@@ -140,6 +245,7 @@ let whole = null;
 async function start() {
   try {
     whole = (await api('/api/range')).range;
+    await loadCurrencies();
   } catch (err) {
     setStatus(`Could not read the warehouse: ${err.message}`, true);
     return;
@@ -156,6 +262,7 @@ async function start() {
   $('to').value = whole.to;
   $('from').addEventListener('change', loadAll);
   $('to').addEventListener('change', loadAll);
+  $('currency').addEventListener('change', loadAll);
   $('whole-range').addEventListener('click', () => {
     $('from').value = whole.from;
     $('to').value = whole.to;

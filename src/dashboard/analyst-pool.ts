@@ -26,8 +26,9 @@ export function analystConnectionString(databaseUrl: string, analystRole: string
 
 /**
  * The dashboard's pool: every connection reads as the analyst role (DATABASE_ROLES), read-only. Eight
- * connections: the page's first load sends six chart requests at once, beside a timeline and the
- * readiness check. A request that finds them all busy waits its turn for up to a minute: on a
+ * connections: the page's first load sends seven chart requests at once (revenue and the six
+ * operations ones), beside a timeline or customer search and the readiness check. A request that
+ * finds them all busy waits its turn for up to a minute: on a
  * large warehouse the metric views take seconds each, and a chart that arrives late is better than
  * one that fails after the default five seconds.
  */

@@ -54,6 +54,8 @@ export interface TrialCohorts {
   converted: number[];
   /** converted / trials per cohort, in percent (null for a cohort without trials). */
   ratePercent: (number | null)[];
+  stillInTrial: number[];
+  notConverted: number[];
 }
 
 export interface EpisodeFigures {
@@ -109,7 +111,7 @@ export interface Timeline {
 }
 
 /** The views the dashboard reads besides each type's history and changes; readiness checks them all. */
-export const READ_VIEWS: readonly string[] = [...METRIC_VIEWS, 'resource_latest', 'contract_current', 'contract_history'];
+export const READ_VIEWS: readonly string[] = [...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current'];
 
 /** Hours shown on the page for the pipeline's per-minute chart, ending at its newest minute. */
 export const PIPELINE_HEALTH_HOURS = 24;
@@ -138,10 +140,12 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
       // contract date (start, end) that has happened, widened by the
       // days of payment_outcomes: the contract dates from contract_current's typed columns (an
       // index of the current versions), not from a metric view, which costs seconds at millions
-      // of versions.
+      // of versions. While a contract runs (started, not ended), the range runs to today: the
+      // revenue figures the page leads with are then today's MRR, not that of the last change.
       const [r] = await q<{ from: string | null; to: string | null }>(
-        `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day)::text AS to
-           FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day, (max(l.at) AT TIME ZONE 'UTC')::date AS last_day
+        `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day, c.today)::text AS to
+           FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day, (max(l.at) AT TIME ZONE 'UTC')::date AS last_day,
+                        CASE WHEN bool_or(c.start_date <= now() AND (c.end_date IS NULL OR c.end_date > now())) THEN (now() AT TIME ZONE 'UTC')::date END AS today
                    FROM ${s}.contract_current c
                    CROSS JOIN LATERAL (SELECT max(d) AS at FROM unnest(ARRAY[c.start_date, c.end_date]) AS d WHERE d <= now()) l
                   WHERE c.start_date IS NOT NULL) c,
@@ -194,8 +198,8 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
     },
 
     async trialCohorts(range) {
-      const rows = await q<{ month: string; trials: Num; converted: Num }>(
-        `SELECT cohort_month::text AS month, trials, converted FROM ${s}.trial_cohorts
+      const rows = await q<{ month: string; trials: Num; converted: Num; still_in_trial: Num; not_converted: Num }>(
+        `SELECT cohort_month::text AS month, trials, converted, still_in_trial, not_converted FROM ${s}.trial_cohorts
           WHERE cohort_month BETWEEN date_trunc('month', $1::date)::date AND $2::date ORDER BY cohort_month`,
         [range.from, range.to],
       );
@@ -204,6 +208,8 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
         trials: rows.map((r) => num(r.trials)),
         converted: rows.map((r) => num(r.converted)),
         ratePercent: rows.map((r) => (num(r.trials) > 0 ? Math.round((1000 * num(r.converted)) / num(r.trials)) / 10 : null)),
+        stillInTrial: rows.map((r) => num(r.still_in_trial)),
+        notConverted: rows.map((r) => num(r.not_converted)),
       };
     },
 

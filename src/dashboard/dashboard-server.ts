@@ -12,7 +12,9 @@ import { packageRoot } from '../package-root.js';
 import { createAnalystPool } from './analyst-pool.js';
 import { warehouseRoles } from '../warehouse/schema-roles.js';
 import { createDashboardData, type DashboardData } from './dashboard-data.js';
-import { BadParameter, parseDayRange, parseResourceId } from './request-params.js';
+import { searchCustomers } from './customer-search.js';
+import { BadParameter, parseCurrency, parseDayRange, parseResourceId, parseSearchText } from './request-params.js';
+import { createRevenueData, type RevenueData } from './revenue-data.js';
 
 /** The page's HTML, script and stylesheet, shipped in the package beside `warehouse/` and `schemas/`. */
 export const DASHBOARD_ASSETS = join(packageRoot, 'dashboard');
@@ -60,7 +62,7 @@ export async function startDashboard(deps: DashboardDeps, config: Config, option
     next();
   });
   mountPublicProbes(app, deps, log);
-  mountApi(app, data, log);
+  mountApi(app, data, createRevenueData(pool, config.databaseSchema), (text) => searchCustomers(pool, config.databaseSchema, text), log);
   app.get('/assets/chart.umd.js', (_req, res) => res.sendFile(chartJsFile()));
   app.use('/assets', express.static(DASHBOARD_ASSETS, { index: false }));
   app.get('/', (_req, res) => res.sendFile(join(DASHBOARD_ASSETS, 'index.html')));
@@ -98,7 +100,7 @@ export async function startDashboard(deps: DashboardDeps, config: Config, option
 
 type Handler = (req: Request) => Promise<unknown>;
 
-function mountApi(app: express.Express, data: DashboardData, log: Logger): void {
+function mountApi(app: express.Express, data: DashboardData, revenue: RevenueData, search: (text: string) => Promise<unknown>, log: Logger): void {
   const route = (path: string, handler: Handler) =>
     app.get(path, async (req: Request, res: Response) => {
       try {
@@ -118,6 +120,9 @@ function mountApi(app: express.Express, data: DashboardData, log: Logger): void 
       }
     });
   route('/api/range', async () => ({ range: await data.range() }));
+  route('/api/currencies', () => revenue.currencies());
+  route('/api/revenue', (req) => revenue.revenue(parseDayRange(req.query), parseCurrency(req.query.currency)));
+  route('/api/customers', (req) => search(parseSearchText(req.query.q)));
   route('/api/contract-daily', (req) => data.contractDaily(parseDayRange(req.query)));
   route('/api/movements', (req) => data.movements(parseDayRange(req.query)));
   route('/api/trial-cohorts', (req) => data.trialCohorts(parseDayRange(req.query)));

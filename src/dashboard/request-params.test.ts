@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { analystConnectionString } from './analyst-pool.js';
-import { BadParameter, MAX_RANGE_DAYS, parseDay, parseDayRange, parseResourceId } from './request-params.js';
+import { containsPattern } from './customer-search.js';
+import { BadParameter, MAX_RANGE_DAYS, parseCurrency, parseDay, parseDayRange, parseResourceId, parseSearchText } from './request-params.js';
 
 describe('parseDayRange', () => {
   it('takes two calendar days in order, both ends included', () => {
@@ -41,5 +42,26 @@ describe('analystConnectionString', () => {
     expect(new URL(analystConnectionString('postgres://u:p@h/db?sslmode=require')).searchParams.get('sslmode')).toBe('require');
     // DATABASE_ROLES=schema: the schema's own analyst role.
     expect(new URL(analystConnectionString('postgres://u:p@h/db', 'acme_analyst')).searchParams.get('options')).toBe('-c work_mem=64MB -c role=acme_analyst -c default_transaction_read_only=on -c TimeZone=UTC');
+  });
+});
+
+describe('parseSearchText', () => {
+  it('takes a trimmed text of 1-100 characters, and refuses blank, longer or repeated ones', () => {
+    expect(parseSearchText('  Acme GmbH ')).toBe('Acme GmbH');
+    expect(parseSearchText("o'brien@example.com")).toBe("o'brien@example.com");
+    for (const bad of ['', '   ', 'x'.repeat(101), undefined, ['a', 'b']]) expect(() => parseSearchText(bad), JSON.stringify(bad)).toThrow(BadParameter);
+  });
+
+  it('is matched anywhere, with its own LIKE wildcards taken literally', () => {
+    expect(containsPattern('acme')).toBe('%acme%');
+    expect(containsPattern('100%_a\\b')).toBe('%100\\%\\_a\\\\b%');
+  });
+});
+
+describe('parseCurrency', () => {
+  it('takes a three-letter code, or reporting for every currency through fx_rates', () => {
+    expect(parseCurrency('EUR')).toBe('EUR');
+    expect(parseCurrency('reporting')).toBeNull();
+    for (const bad of ['eur', 'EURO', '', undefined, ['EUR']]) expect(() => parseCurrency(bad), JSON.stringify(bad)).toThrow(BadParameter);
   });
 });

@@ -42,3 +42,22 @@ export function parseResourceId(raw: unknown): string {
   }
   return raw;
 }
+
+/** Longest customer search text: a name, an e-mail address or an external id. */
+export const MAX_SEARCH_LENGTH = 100;
+
+/** The text of a customer search: one non-blank string of at most MAX_SEARCH_LENGTH characters, trimmed. */
+export function parseSearchText(raw: unknown): string {
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  if (text.length === 0 || text.length > MAX_SEARCH_LENGTH) {
+    throw new BadParameter('q', `expected a name, e-mail address or external id of 1-${MAX_SEARCH_LENGTH} characters, got ${JSON.stringify(raw ?? null)}`);
+  }
+  return text;
+}
+
+/** The currency of the revenue figures: a three-letter code, or `reporting` (every currency through fx_rates): null. */
+export function parseCurrency(raw: unknown): string | null {
+  if (raw === 'reporting') return null;
+  if (typeof raw !== 'string' || !/^[A-Z]{3}$/.test(raw)) throw new BadParameter('currency', `expected a currency code such as EUR, or reporting, got ${JSON.stringify(raw ?? null)}`);
+  return raw;
+}
