@@ -284,7 +284,8 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- the contract's open positions are paid, or by hand). Keys in any letter case.
 --
 -- One row per episode: a contract's steps from its first PaymentEscalated after the previous
--- reset to the next reset (or still open), in order of receipt. A step redelivered (the same
+-- reset to the next reset (or still open), in order of receipt, but for webhooks that arrived in
+-- another order than their events ran (placed and paired, below). A step redelivered (the same
 -- TriggerDays and DueDate within an episode) counts once. The service dates neither a step nor a
 -- reset. A step fired TriggerDays days after the DueDate of the oldest open position (spec 6.2):
 -- started_at is that day of the first step (DueDate + TriggerDays; its receipt when either is
@@ -295,7 +296,11 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- outcome, only as far as the history shows it: the contract's Balance as read right after the
 -- reset, which is the first contract version that the reset caused the loader to read, else
 -- (the reset changed nothing on the contract) the latest version caused only by webhooks
--- received before the reset. paid: Balance >= 0 (nothing owed: the service resets on its own
+-- received before the reset, provided it was read during the episode (caused by a webhook
+-- received at or after the first step): a version read before the escalation shows the contract
+-- before it owed, and the reset's read finding the same content tells only that the debt was gone
+-- by then, not whether before the reset or after. A reset that overtook its steps' webhooks
+-- closes the episode they start (paired, below). paid: Balance >= 0 (nothing owed: the service resets on its own
 -- once paid); reset: Balance < 0 (reset while still owed). unknown: no such version, no Balance,
 -- or a webhook about the contract or one of its payments arrived after the reset and before that
 -- read (the read may already show a later payment). open: not reset yet. outcome_read_at: when
@@ -319,12 +324,44 @@ WITH events AS MATERIALIZED (
          COALESCE(count(*) FILTER (WHERE e.event = 'PaymentEscalationReset')
                     OVER (PARTITION BY e.contract_id ORDER BY e.received_at, e.event_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS episode_no
     FROM events e
-), steps AS (
-  SELECT DISTINCT ON (n.contract_id, n.episode_no, n.trigger_days, n.due_date) n.*,
-         COALESCE(n.due_date + n.trigger_days * interval '1 day', n.received_at) AS step_at
+), placed AS (
+  -- A step received after a reset, whose contract read shows nothing owed, belongs to the
+  -- episode that reset closed: a step runs only while a position is overdue (spec 6.2), so it
+  -- ran before the payment the reset followed, and its webhook arrived after the reset's (events
+  -- may arrive in another order, spec 6.1.7). The read: the first contract version the step
+  -- caused, else (it changed nothing) the latest one caused by webhooks received between the
+  -- reset and the step.
+  SELECT n.*,
+         CASE WHEN n.event = 'PaymentEscalated' AND n.episode_no > 0 AND wh_as_numeric(v.fields -> 'balance') >= 0 THEN n.episode_no - 1 ELSE n.episode_no END AS placed_no
     FROM numbered n
+    LEFT JOIN LATERAL (
+      SELECT f.fields
+        FROM (SELECT prev.received_at AS reset_at
+                FROM numbered prev
+               WHERE prev.contract_id = n.contract_id AND prev.event = 'PaymentEscalationReset' AND prev.episode_no = n.episode_no - 1
+               ORDER BY prev.received_at, prev.event_id LIMIT 1) r
+        CROSS JOIN LATERAL (
+          SELECT x.version
+            FROM (SELECT v.version, v.source_event_ids,
+                         CASE WHEN cardinality(v.source_event_ids) > 0
+                              THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id)
+                              ELSE v.fetched_at END AS read_for
+                    FROM resource_versions v
+                   WHERE v.resource_type = 'Contract' AND v.resource_id = n.contract_id AND NOT v.deleted) x
+           WHERE n.event_id = ANY (x.source_event_ids) OR x.read_for BETWEEN r.reset_at AND n.received_at
+           ORDER BY n.event_id = ANY (x.source_event_ids) DESC,
+                    CASE WHEN n.event_id = ANY (x.source_event_ids) THEN x.version END,
+                    x.version DESC
+           LIMIT 1) c
+        JOIN version_facts f ON f.resource_type = 'Contract' AND f.resource_id = n.contract_id AND f.version = c.version) v
+      ON n.event = 'PaymentEscalated' AND n.episode_no > 0
+), steps AS (
+  SELECT DISTINCT ON (n.contract_id, n.placed_no, n.trigger_days, n.due_date) n.event_id, n.event, n.received_at, n.contract_id, n.customer_id, n.trigger_days, n.due_date,
+         n.placed_no AS episode_no,
+         COALESCE(n.due_date + n.trigger_days * interval '1 day', n.received_at) AS step_at
+    FROM placed n
    WHERE n.event = 'PaymentEscalated'
-   ORDER BY n.contract_id, n.episode_no, n.trigger_days, n.due_date, n.received_at, n.event_id
+   ORDER BY n.contract_id, n.placed_no, n.trigger_days, n.due_date, n.received_at, n.event_id
 ), episodes AS (
   SELECT s.contract_id, s.episode_no,
          (array_agg(s.event_id ORDER BY s.received_at, s.event_id))[1] AS first_event_id,
@@ -333,7 +370,8 @@ WITH events AS MATERIALIZED (
          max(s.step_at) AS last_step_at,
          min(s.received_at) AS first_received_at,
          COALESCE(array_agg(s.trigger_days ORDER BY s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
-         (array_agg(s.due_date ORDER BY s.received_at DESC, s.event_id DESC))[1] AS due_date
+         (array_agg(s.due_date ORDER BY s.received_at DESC, s.event_id DESC))[1] AS due_date,
+         array_agg(s.event_id) AS step_event_ids
     FROM steps s
    GROUP BY s.contract_id, s.episode_no
 ), resets AS (
@@ -341,23 +379,45 @@ WITH events AS MATERIALIZED (
     FROM numbered n
    WHERE n.event = 'PaymentEscalationReset'
    ORDER BY n.contract_id, n.episode_no, n.received_at, n.event_id
-), closed AS (
-  SELECT e.*, r.event_id AS reset_event_id, r.received_at AS reset_received_at,
-         CASE WHEN r.received_at IS NOT NULL THEN GREATEST(e.started_at + (r.received_at - e.first_received_at), e.last_step_at) END AS ended_at,
-         COALESCE(listed.version, before.version) AS read_version
+), paired AS (
+  -- An episode's reset: the first one received after its steps, else a reset received while no
+  -- episode of the contract was open (none has steps numbered before it) just before the
+  -- episode's first step, when that step fired (started_at) no later than the reset arrived. The
+  -- service resets only an escalated contract, and events may arrive in another order (spec
+  -- 6.1.7): such a reset overtook the webhook of a step that had already happened. A reset of an
+  -- escalation the loader never saw the steps of (installed during it) precedes the next
+  -- escalation's first step, which fires after it, and stays unpaired.
+  SELECT e.*, COALESCE(r.event_id, early.event_id) AS reset_event_id, COALESCE(r.received_at, early.received_at) AS reset_received_at
     FROM episodes e
     LEFT JOIN resets r ON r.contract_id = e.contract_id AND r.episode_no = e.episode_no
+    LEFT JOIN resets early ON r.event_id IS NULL AND early.contract_id = e.contract_id AND early.episode_no = e.episode_no - 1
+                          AND early.received_at >= e.started_at
+                          AND NOT EXISTS (SELECT FROM episodes p WHERE p.contract_id = e.contract_id AND p.episode_no = e.episode_no - 1)
+), closed AS (
+  SELECT e.*,
+         CASE WHEN e.reset_received_at IS NOT NULL THEN GREATEST(e.started_at + (e.reset_received_at - e.first_received_at), e.last_step_at) END AS ended_at,
+         COALESCE(listed.version, before.version) AS read_version
+    FROM paired e
+    CROSS JOIN LATERAL (SELECT e.reset_event_id AS event_id, e.reset_received_at AS received_at) r
     -- The first contract version the reset made the loader read.
     LEFT JOIN LATERAL (SELECT min(v.version) AS version FROM resource_versions v
                         WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted
                           AND r.event_id = ANY (v.source_event_ids)) listed ON r.event_id IS NOT NULL
     -- Else the latest one caused only by webhooks received before the reset (or, without any,
-    -- read before it: a backfill or reconciliation).
-    LEFT JOIN LATERAL (SELECT max(v.version) AS version FROM resource_versions v
-                        WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted
-                          AND CASE WHEN cardinality(v.source_event_ids) > 0
-                                   THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id) <= r.received_at
-                                   ELSE v.fetched_at <= r.received_at END) before ON r.event_id IS NOT NULL AND listed.version IS NULL
+    -- read before it: a backfill or reconciliation), if it was read during the episode: caused by
+    -- a webhook received at or after the first step (or read after it). One read before the
+    -- escalation shows the contract before it owed anything; the read the reset caused found the
+    -- same content, which says the debt was gone by then, not whether before the reset or after.
+    LEFT JOIN LATERAL (SELECT x.version, x.read_for
+                         FROM (SELECT v.version,
+                                      CASE WHEN cardinality(v.source_event_ids) > 0
+                                           THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id)
+                                           ELSE v.fetched_at END AS read_for
+                                 FROM resource_versions v
+                                WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted) x
+                        WHERE x.read_for <= r.received_at
+                        ORDER BY x.version DESC LIMIT 1) latest ON r.event_id IS NOT NULL AND listed.version IS NULL
+    CROSS JOIN LATERAL (SELECT CASE WHEN latest.read_for >= e.first_received_at THEN latest.version END AS version) before
 )
 SELECT c.first_event_id::text AS episode_id,
        c.contract_id,
@@ -371,6 +431,8 @@ SELECT c.first_event_id::text AS episode_id,
             WHEN h.balance IS NULL THEN 'unknown'
             WHEN EXISTS (SELECT FROM webhook_events w
                           WHERE w.received_at > c.reset_received_at AND w.received_at <= h.valid_from
+                            -- The episode's own steps (placed) ran before the reset.
+                            AND w.event_id <> ALL (c.step_event_ids)
                             AND (wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) = c.contract_id
                                  -- A payment of the contract, by the transaction's key (PaymentSucceeded
                                  -- and the like name only the transaction).
