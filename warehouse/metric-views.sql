@@ -107,7 +107,27 @@ SELECT x.contract_id, m.movement, m.at
 --   end_kind          how it ended: 'churn' (it had paid) or 'trial_not_converted' (it never paid)
 --   trial_outcome     for a trial: 'converted', 'not_converted' (the trial is over, never paid),
 --                     'in_trial'
-CREATE VIEW metric_contract_lifecycle AS
+--
+-- metric_contract_lifecycle_all has the same row for every contract the loader knows, a deleted
+-- one too (from its last version before the deletion: docs/WAREHOUSE.md, "Business dates"), with
+-- deleted and deleted_at; metric_contract_lifecycle is its rows for the contracts the service
+-- still has, which every metric view counts.
+CREATE VIEW metric_contract_last_known AS
+SELECT c.resource_id AS contract_id, c.fields, false AS deleted, NULL::timestamptz AS deleted_at
+  FROM current_facts c
+ WHERE c.resource_type = 'Contract' AND NOT c.deleted
+UNION ALL
+-- A deletion is a version without a body: the fields are those of the version before it, and
+-- deleted_at when the loader learnt of it (the deletion's first webhook, else its read).
+SELECT c.resource_id, l.fields, true, LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
+                                                             WHERE r.resource_type = 'Contract' AND r.resource_id = c.resource_id AND r.version = c.version))
+  FROM current_facts c
+  CROSS JOIN LATERAL (SELECT f.fields FROM version_facts f
+                       WHERE f.resource_type = 'Contract' AND f.resource_id = c.resource_id AND NOT f.deleted
+                       ORDER BY f.version DESC LIMIT 1) l
+ WHERE c.resource_type = 'Contract' AND c.deleted;
+
+CREATE VIEW metric_contract_lifecycle_all AS
 SELECT x.*,
        CASE WHEN x.ended_at IS NULL THEN NULL WHEN x.paying_from IS NOT NULL THEN 'churn' ELSE 'trial_not_converted' END AS end_kind,
        CASE WHEN x.trial_start_date IS NULL THEN NULL
@@ -116,12 +136,13 @@ SELECT x.*,
             ELSE 'in_trial'
        END AS trial_outcome
   FROM (
-    SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.end_date, d.phases,
+    SELECT c.contract_id, d.customer_id, d.plan_id, d.start_date, d.end_date, d.phases,
            ph.trial_start_date, ph.trial_end_date, ph.converted_at,
            COALESCE(ph.converted_at, CASE WHEN ph.trial_start_date IS NULL AND d.start_date <= now() THEN d.start_date END) AS paying_from,
            CASE WHEN d.end_date IS NOT NULL THEN cx.cancelled_at END AS cancelled_at,
-           CASE WHEN d.end_date <= now() THEN d.end_date END AS ended_at
-      FROM (SELECT * FROM current_facts WHERE resource_type = 'Contract' AND NOT deleted) c
+           CASE WHEN d.end_date <= now() THEN d.end_date END AS ended_at,
+           c.deleted, c.deleted_at
+      FROM metric_contract_last_known c
       CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
       -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
       -- date validates and casts it again (wh_as_timestamptz).
@@ -143,27 +164,34 @@ SELECT x.*,
           FROM (SELECT (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p WHERE p.phase_type = 'trial') AS trial_start_date OFFSET 0) t
         OFFSET 0) ph
       LEFT JOIN (SELECT t.contract_id, max(t.at) AS cancelled_at FROM metric_contract_transitions t WHERE t.movement = 'cancellation' GROUP BY t.contract_id) cx
-        ON cx.contract_id = c.resource_id
+        ON cx.contract_id = c.contract_id
      WHERE d.start_date IS NOT NULL) x;
 
--- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
--- active, cancelled but still running, and ended (a stock: an ended contract stays counted).
--- One state per contract and day, the first that applies: ended (EndDate reached), in trial (the
--- phase in force is a Trial phase: a trial cancelled during its trial stays a trial, never a
--- paying contract), cancelled running (cancelled_at reached), active. The plan is that of the
--- contract's latest phase with a plan started by then (an ended contract keeps its last plan),
--- else the contract's PlanId. Days: from the first StartDate to the latest contract date that is
--- not in the future; to today when that date is less than 32 days ago (never after today).
--- Computed from each contract's state changes (a running sum), not contract by day.
-CREATE VIEW contract_daily AS
+CREATE VIEW metric_contract_lifecycle AS
+SELECT contract_id, customer_id, plan_id, start_date, end_date, phases, trial_start_date, trial_end_date, converted_at, paying_from,
+       cancelled_at, ended_at, end_kind, trial_outcome
+  FROM metric_contract_lifecycle_all
+ WHERE NOT deleted;
+
+-- Each contract's states on the service's clock: one row per span [valid_from, valid_to) in which
+-- the contract was in one state on one plan (valid_to NULL: still so, as far as the last known
+-- body says), from its StartDate on. Every contract the loader knows, a deleted one from its last
+-- known body (deleted, deleted_at: metric_contract_lifecycle_all). The state, the first that
+-- applies: ended (EndDate reached), in trial (the phase in force is a Trial phase: a trial
+-- cancelled during its trial stays a trial, never a paying contract), cancelled running
+-- (cancelled_at reached), active. The plan is that of the contract's latest phase with a plan
+-- started by then (an ended contract keeps its last plan), else the contract's PlanId. The spans
+-- cover the future the body already lists (a scheduled EndDate or phase): business now is the
+-- reader's cut (contract_daily, contract_state_at).
+CREATE VIEW contract_segments AS
 -- Each contract is read once (MATERIALIZED: its dates parsed once, not at every state change),
 -- with its phases as arrays: their starts and types, and the starts and plans of those with a
 -- plan and a start, ordered by start then phase order, so the phase or plan at a moment is a
 -- binary search (width_bucket: how many of those starts are at or before it, the last one being
 -- the latest phase started by then) instead of a sort per state change.
 WITH contracts AS MATERIALIZED (
-  SELECT l.contract_id, l.plan_id, l.start_date, l.cancelled_at, l.end_date, ph.starts, ph.types, ph.plan_starts, ph.plans
-    FROM metric_contract_lifecycle l
+  SELECT l.contract_id, l.customer_id, l.deleted, l.deleted_at, l.plan_id, l.start_date, l.cancelled_at, l.end_date, ph.starts, ph.types, ph.plan_starts, ph.plans
+    FROM metric_contract_lifecycle_all l
     CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS starts,
                                array_agg(p.phase_type ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS types,
                                array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plan_starts,
@@ -172,8 +200,8 @@ WITH contracts AS MATERIALIZED (
                         OFFSET 0) ph
 ), points AS MATERIALIZED (
   -- The state and plan at each point are computed here, so the window's sort carries a narrow row
-  -- (not the contract's arrays). A date two of a contract's dates share gives two points: the
-  -- first one's segment is empty (it ends where it starts), and its +1 and -1 cancel on that day.
+  -- (not the contract's arrays). A date two of a contract's dates share gives two points with the
+  -- same state and plan: the first one's span is empty (it ends where it starts) and is left out.
   SELECT l.contract_id,
          v.at,
          CASE WHEN l.end_date <= v.at THEN 'ended'
@@ -185,9 +213,28 @@ WITH contracts AS MATERIALIZED (
     FROM contracts l
     CROSS JOIN LATERAL unnest(ARRAY[l.start_date, l.cancelled_at, l.end_date] || l.starts) AS v(at)
    WHERE v.at >= l.start_date
-), segments AS (
-  SELECT p.at, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until, p.state, p.plan_id
+), spans AS (
+  SELECT p.contract_id, p.state, p.plan_id, p.at AS valid_from, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS valid_to
     FROM points p
+)
+SELECT s.contract_id, c.customer_id, s.state, s.plan_id, s.valid_from, s.valid_to, c.deleted, c.deleted_at
+  FROM spans s
+  JOIN contracts c ON c.contract_id = s.contract_id
+ WHERE s.valid_to IS DISTINCT FROM s.valid_from;
+
+-- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
+-- active, cancelled but still running, and ended (a stock: an ended contract stays counted).
+-- One state per contract and day, the first that applies: ended (EndDate reached), in trial (the
+-- phase in force is a Trial phase: a trial cancelled during its trial stays a trial, never a
+-- paying contract), cancelled running (cancelled_at reached), active. The plan is that of the
+-- contract's latest phase with a plan started by then (an ended contract keeps its last plan),
+-- else the contract's PlanId. Days: from the first StartDate to the latest contract date that is
+-- not in the future; to today when that date is less than 32 days ago (never after today).
+-- Computed from each contract's spans (contract_segments, the contracts the service still has) as
+-- a running sum, not contract by day.
+CREATE VIEW contract_daily AS
+WITH segments AS (
+  SELECT s.valid_from AS at, s.valid_to AS until, s.state, s.plan_id FROM contract_segments s WHERE NOT s.deleted
 ), deltas AS (
   SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
   UNION ALL
@@ -275,6 +322,133 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
   FROM metric_contract_lifecycle
  WHERE trial_start_date <= now()
  GROUP BY 1;
+
+-- Business dates (docs/WAREHOUSE.md, "Business dates"): what the warehouse knows of a date on the
+-- service's clock, whenever the loader read it (a backfill included), where <t>_as_of(at) is what
+-- the loader had read by then.
+--
+-- Every customer the loader knows: from its last version that is not a deletion, else (never read:
+-- deleted before the loader first asked for it) only its id, named by a contract or by its
+-- CustomerDeleted webhook. deleted_at: when the loader learnt of the deletion (the deletion
+-- version's first webhook, else its read, else a CustomerDeleted webhook): a deleted customer can
+-- no longer be read, so its last known state stays.
+CREATE VIEW metric_customer_last_known AS
+WITH versions AS (
+  SELECT DISTINCT ON (h.resource_id) h.resource_id AS customer_id, h.version, h.valid_from AS last_read_at, h.created_at, h.customer_name, h.company_name,
+         h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
+    FROM customer_history h
+   WHERE NOT h.deleted
+   ORDER BY h.resource_id, h.version DESC
+), deletions AS (
+  SELECT c.resource_id AS customer_id,
+         LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
+                               WHERE r.resource_type = 'Customer' AND r.resource_id = c.resource_id AND r.version = c.version)) AS deleted_at
+    FROM current_facts c
+   WHERE c.resource_type = 'Customer' AND c.deleted
+  UNION ALL
+  SELECT wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')), min(w.received_at)
+    FROM webhook_events w
+   WHERE w.event = 'CustomerDeleted'
+   GROUP BY 1
+), ids AS (
+  SELECT customer_id FROM versions
+  UNION
+  SELECT customer_id FROM deletions WHERE customer_id IS NOT NULL
+  UNION
+  SELECT customer_id FROM metric_contract_lifecycle_all WHERE customer_id IS NOT NULL
+)
+SELECT i.customer_id, v.version IS NOT NULL AS read, d.deleted_at IS NOT NULL AS deleted, d.deleted_at, v.last_read_at, v.created_at, v.customer_name,
+       v.company_name, v.first_name, v.last_name, v.email_address, v.external_customer_id, v.address_country, v.locale, v.is_locked
+  FROM ids i
+  LEFT JOIN versions v ON v.customer_id = i.customer_id
+  LEFT JOIN (SELECT customer_id, min(deleted_at) AS deleted_at FROM deletions GROUP BY 1) d ON d.customer_id = i.customer_id;
+
+-- The contracts on the service's clock at a moment: each contract started by `at` and not deleted
+-- by then, in the state and on the plan of its span at `at` (contract_segments): state_since and
+-- state_until bound that span. contract_state_on(day): at the end of that UTC day, as
+-- contract_daily counts it. Not SQL-standard bodies: these depend on no view, so migrate replaces
+-- the views under them freely; search_path is the warehouse schema's, fixed when created.
+DROP FUNCTION IF EXISTS contract_state_on(date);
+DROP FUNCTION IF EXISTS contract_state_at(timestamptz);
+CREATE FUNCTION contract_state_at("at" timestamptz)
+RETURNS TABLE (contract_id text, customer_id text, state text, plan_id text, state_since timestamptz, state_until timestamptz, deleted_at timestamptz)
+LANGUAGE sql STABLE SET search_path FROM CURRENT
+AS $$
+  SELECT s.contract_id, s.customer_id, s.state, s.plan_id, s.valid_from, s.valid_to, s.deleted_at
+    FROM contract_segments s
+   WHERE s.valid_from <= $1 AND (s.valid_to IS NULL OR $1 < s.valid_to) AND (s.deleted_at IS NULL OR s.deleted_at > $1)
+$$;
+CREATE FUNCTION contract_state_on(day date)
+RETURNS TABLE (contract_id text, customer_id text, state text, plan_id text, state_since timestamptz, state_until timestamptz, deleted_at timestamptz)
+LANGUAGE sql STABLE SET search_path FROM CURRENT
+AS $$ SELECT * FROM contract_state_at(($1 + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond') $$;
+
+-- The customers at a moment: each customer created by `at` (CreatedAt; one never read, once one
+-- of its contracts had started) and not deleted by then, with its contracts' states at `at`
+-- (contract_state_at) and status: paying (a contract active or cancelled but running), in_trial,
+-- ended (every contract ended), none (no contract started). Its other fields are its last known
+-- ones: the service dates no change of a customer's data, and a version's valid_from is when the
+-- loader read it. customer_state_on(day): at the end of that UTC day.
+DROP FUNCTION IF EXISTS customer_state_on(date);
+DROP FUNCTION IF EXISTS customer_state_at(timestamptz);
+CREATE FUNCTION customer_state_at("at" timestamptz)
+RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
+               deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
+LANGUAGE sql STABLE SET search_path FROM CURRENT
+AS $$
+  SELECT k.customer_id,
+         CASE WHEN count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
+              WHEN count(*) FILTER (WHERE c.state = 'in_trial') > 0 THEN 'in_trial'
+              WHEN count(c.contract_id) > 0 THEN 'ended'
+              ELSE 'none' END,
+         count(*) FILTER (WHERE c.state = 'in_trial'),
+         count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')),
+         count(*) FILTER (WHERE c.state = 'ended'),
+         k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
+    FROM metric_customer_last_known k
+    LEFT JOIN contract_state_at($1) c ON c.customer_id = k.customer_id
+   WHERE (k.deleted_at IS NULL OR k.deleted_at > $1)
+   GROUP BY k.customer_id, k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
+  HAVING COALESCE(k.created_at <= $1, count(c.contract_id) > 0)
+$$;
+CREATE FUNCTION customer_state_on(day date)
+RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
+               deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
+LANGUAGE sql STABLE SET search_path FROM CURRENT
+AS $$ SELECT * FROM customer_state_at(($1 + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond') $$;
+
+-- One row per contract the loader knows, a deleted one (deleted, deleted_at) from its last known
+-- body: its lifecycle (metric_contract_lifecycle_all), its state and plan now (contract_segments:
+-- not_started before its StartDate), and whether its customer was deleted, and when.
+CREATE VIEW subscription_overview AS
+SELECT l.contract_id, l.customer_id, COALESCE(n.state, 'not_started') AS state, COALESCE(n.plan_id, l.plan_id) AS plan_id,
+       l.start_date, l.trial_start_date, l.trial_end_date, l.trial_outcome, l.converted_at, l.paying_from, l.cancelled_at, l.ended_at, l.end_kind,
+       l.deleted, l.deleted_at, k.deleted AS customer_deleted, k.deleted_at AS customer_deleted_at
+  FROM metric_contract_lifecycle_all l
+  LEFT JOIN contract_segments n ON n.contract_id = l.contract_id AND n.valid_from <= now() AND (n.valid_to IS NULL OR now() < n.valid_to)
+  LEFT JOIN metric_customer_last_known k ON k.customer_id = l.customer_id;
+
+-- One row per customer the loader knows (metric_customer_last_known: a deleted one with its last
+-- known fields and deleted_at, one never read with its id only), so every contract has its
+-- customer's row: its contracts now (subscription_overview), status now as customer_state_at
+-- gives it (none: no contract started), when it first paid and when its last contract ended.
+CREATE VIEW customer_overview AS
+SELECT k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read_at, k.customer_name, k.company_name, k.first_name, k.last_name,
+       k.email_address, k.external_customer_id, k.address_country, k.locale, k.is_locked,
+       CASE WHEN count(*) FILTER (WHERE o.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
+            WHEN count(*) FILTER (WHERE o.state = 'in_trial') > 0 THEN 'in_trial'
+            WHEN count(*) FILTER (WHERE o.state = 'ended') > 0 THEN 'ended'
+            ELSE 'none' END AS status,
+       count(o.contract_id) AS contracts,
+       count(*) FILTER (WHERE o.state = 'in_trial') AS contracts_in_trial,
+       count(*) FILTER (WHERE o.state IN ('active', 'cancelled_running')) AS contracts_paying,
+       count(*) FILTER (WHERE o.state = 'ended') AS contracts_ended,
+       min(o.paying_from) AS first_paid_at,
+       max(o.ended_at) AS last_ended_at
+  FROM metric_customer_last_known k
+  LEFT JOIN subscription_overview o ON o.customer_id = k.customer_id
+ GROUP BY k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read_at, k.customer_name, k.company_name, k.first_name, k.last_name,
+          k.email_address, k.external_customer_id, k.address_country, k.locale, k.is_locked;
 
 -- Payment escalations from what the service sends. The id a PaymentEscalated names
 -- (PaymentEscalationProcessId) is the legal entity's escalation settings, not a per-contract
