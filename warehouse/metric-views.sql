@@ -466,6 +466,7 @@ SELECT k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read
 -- missing). The reset is placed after it by the time that passed between the first step's
 -- webhook and the reset's, and never before the last step (each webhook is sent when it
 -- happens; a redelivery is late by its retry delay). due_date: the DueDate of the latest step.
+-- Steps are ordered by the day they ran (DueDate + TriggerDays), then by receipt.
 --
 -- outcome, only as far as the history shows it: the contract's Balance as read right after the
 -- reset, which is the first contract version that the reset caused the loader to read, else
@@ -505,8 +506,16 @@ WITH events AS MATERIALIZED (
   -- may arrive in another order, spec 6.1.7). The read: the first contract version the step
   -- caused, else (it changed nothing) the latest one caused by webhooks received between the
   -- reset and the step.
+  --
+  -- Also a step that fired (DueDate + TriggerDays) no later than a step received before that reset:
+  -- the steps of a contract run in the order of those days, so it ran before the reset too.
   SELECT n.*,
-         CASE WHEN n.event = 'PaymentEscalated' AND n.episode_no > 0 AND wh_as_numeric(v.fields -> 'balance') >= 0 THEN n.episode_no - 1 ELSE n.episode_no END AS placed_no
+         CASE WHEN n.event = 'PaymentEscalated' AND n.episode_no > 0
+                   AND (wh_as_numeric(v.fields -> 'balance') >= 0
+                        OR n.due_date + n.trigger_days * interval '1 day'
+                           <= (SELECT max(p.due_date + p.trigger_days * interval '1 day') FROM numbered p
+                                WHERE p.contract_id = n.contract_id AND p.event = 'PaymentEscalated' AND p.episode_no = n.episode_no - 1))
+              THEN n.episode_no - 1 ELSE n.episode_no END AS placed_no
     FROM numbered n
     LEFT JOIN LATERAL (
       SELECT f.fields
@@ -538,13 +547,14 @@ WITH events AS MATERIALIZED (
    ORDER BY n.contract_id, n.placed_no, n.trigger_days, n.due_date, n.received_at, n.event_id
 ), episodes AS (
   SELECT s.contract_id, s.episode_no,
-         (array_agg(s.event_id ORDER BY s.received_at, s.event_id))[1] AS first_event_id,
-         (array_agg(s.customer_id ORDER BY s.received_at, s.event_id) FILTER (WHERE s.customer_id IS NOT NULL))[1] AS customer_id,
-         (array_agg(s.step_at ORDER BY s.received_at, s.event_id))[1] AS started_at,
+         -- The steps in the order they ran (their day), receipt order among the same day's.
+         (array_agg(s.event_id ORDER BY s.step_at, s.received_at, s.event_id))[1] AS first_event_id,
+         (array_agg(s.customer_id ORDER BY s.step_at, s.received_at, s.event_id) FILTER (WHERE s.customer_id IS NOT NULL))[1] AS customer_id,
+         min(s.step_at) AS started_at,
          max(s.step_at) AS last_step_at,
          min(s.received_at) AS first_received_at,
-         COALESCE(array_agg(s.trigger_days ORDER BY s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
-         (array_agg(s.due_date ORDER BY s.received_at DESC, s.event_id DESC))[1] AS due_date,
+         COALESCE(array_agg(s.trigger_days ORDER BY s.step_at, s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
+         (array_agg(s.due_date ORDER BY s.step_at DESC, s.received_at DESC, s.event_id DESC))[1] AS due_date,
          array_agg(s.event_id) AS step_event_ids
     FROM steps s
    GROUP BY s.contract_id, s.episode_no

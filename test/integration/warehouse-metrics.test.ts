@@ -10,7 +10,7 @@ import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
 import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
 import { loadTypedColumns } from '../../src/warehouse/typed-columns.js';
 import { testConfig } from '../helpers/environment.js';
-import { cancelledContracts, dailyCounts, datedMovements, escalationEpisodes, field, lifecycles, paymentOutcomes, trialCohorts, type CohortRow, type PaymentRow } from '../helpers/metric-truth.js';
+import { cancelledContracts, dailyCounts, date, datedMovements, escalationEpisodes, field, lifecycles, paymentOutcomes, trialCohorts, type CohortRow, type PaymentRow } from '../helpers/metric-truth.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-truth.js';
 
@@ -192,6 +192,15 @@ describe('metric views on a crafted history', () => {
     const vLate = await webhook('PaymentEscalated', '2025-06-20T00:00:02Z', escalated('c-v', 5, '2025-06-12'));
     await insert('Contract', 'c-v', 2, '2025-06-20T00:00:03Z', { Id: 'c-v', Balance: 0 }, { events: [vPaid, vReset, vLate] });
 
+    // c-m: a step received after a manual reset (the contract still owes), which fired before a
+    // step received before the reset: it ran before the reset. One episode, reset.
+    episode.m = await webhook('PaymentEscalated', '2025-07-07T00:00:00Z', escalated('c-m', 5, '2025-07-02'));
+    await insert('Contract', 'c-m', 1, '2025-07-07T00:00:02Z', { Id: 'c-m', Balance: -5 }, { events: [episode.m] });
+    await webhook('PaymentEscalated', '2025-07-15T00:00:00Z', escalated('c-m', 5, '2025-07-10'));
+    const mReset = await webhook('PaymentEscalationReset', '2025-07-20T00:00:00Z', reset('c-m'));
+    await insert('Contract', 'c-m', 2, '2025-07-20T00:00:02Z', { Id: 'c-m', Balance: -6 }, { events: [mReset] });
+    await webhook('PaymentEscalated', '2025-07-20T00:00:05Z', escalated('c-m', 10, '2025-07-02'));
+
     episode.f = await webhook('PaymentEscalated', '2025-06-01T00:00:00Z', escalated('c-f', 5, '2025-05-27'));
     await webhook('PaymentEscalated', '2025-06-06T00:00:00Z', escalated('c-f', 10, '2025-05-27'));
 
@@ -343,6 +352,7 @@ describe('metric views on a crafted history', () => {
       { episode_id: episode.z, contract_id: 'c-z', customer_id: 'cu-z', started_at: t('2025-06-02T00:00:00Z'), ended_at: t('2025-06-02T00:00:00Z'), due_date: t('2025-05-28T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'paid', duration: '00:00:00' },
       { episode_id: episode.v, contract_id: 'c-v', customer_id: 'cu-v', started_at: t('2025-06-15T00:00:00Z'), ended_at: t('2025-06-20T00:00:01Z'), due_date: t('2025-06-12T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5, 5], outcome: 'paid', duration: '5 days 00:00:01' },
       { episode_id: episode.d2, contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-07-06T00:00:00Z'), due_date: t('2025-07-01T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], ...open },
+      { episode_id: episode.m, contract_id: 'c-m', customer_id: 'cu-m', started_at: t('2025-07-07T00:00:00Z'), ended_at: t('2025-07-20T00:00:00Z'), due_date: t('2025-07-10T00:00:00Z'), max_trigger_days: 10, trigger_days_reached: [5, 10, 5], outcome: 'reset', duration: '13 days' },
     ]);
   });
 
@@ -540,16 +550,63 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
     return Number.isFinite(balance) ? (balance >= 0 ? 'paid' : 'reset') : null;
   }
 
+  /**
+   * Contracts with an escalation whose episodes the webhooks as received cannot show: a step of
+   * the episode received after its reset that ran (DueDate + TriggerDays) later than every step
+   * received before the reset. Events may arrive in another order (spec 6.1.7) and the service
+   * dates no reset, so nothing tells whether such a step ran before the reset or began a new
+   * escalation (unless a read shows nothing owed, which the view uses but which depends on when
+   * the loader read). The crafted histories above check the rules that place the others.
+   */
+  async function undecidableEscalations(): Promise<{ undecidable: Set<string>; reordered: Set<string> }> {
+    const { rows } = await db.query<{ event: string; received_at: Date; payload: unknown }>(
+      `SELECT event, received_at, payload FROM ${w}.webhook_events WHERE event IN ('PaymentEscalated', 'PaymentEscalationReset') ORDER BY received_at, event_id`,
+    );
+    const stepKey = (p: unknown) => `${String(field(p, 'ContractId'))}|${String(field(p, 'TriggerDays'))}|${String(field(p, 'DueDate'))}`;
+    const stepAt = (p: unknown) => (date(field(p, 'DueDate'))?.getTime() ?? 0) + Number(field(p, 'TriggerDays')) * 86_400_000;
+    const received = new Map<string, number>();
+    const resets = new Map<string, number[]>();
+    for (const r of rows) {
+      if (r.event === 'PaymentEscalated') {
+        if (!received.has(stepKey(r.payload))) received.set(stepKey(r.payload), r.received_at.getTime());
+      } else {
+        const c = String(field(r.payload, 'ContractId'));
+        resets.set(c, [...(resets.get(c) ?? []), r.received_at.getTime()]);
+      }
+    }
+    const out = new Set<string>();
+    const reordered = new Set<string>();
+    for (const e of escalationEpisodes(truth)) {
+      const resetAt = resets.get(e.contractId)?.[e.ordinal - 1];
+      if (e.resetSeq === null || resetAt === undefined) continue;
+      const steps = truth.events.filter((x) => x.seq >= e.firstSeq && x.seq < e.resetSeq! && field(x.payload, 'Event') === 'PaymentEscalated' && field(x.payload, 'ContractId') === e.contractId);
+      const before = steps.filter((x) => (received.get(stepKey(x.payload)) ?? Infinity) < resetAt);
+      if (before.length < steps.length) reordered.add(e.contractId);
+      if (before.length === 0) continue;
+      const latest = Math.max(...before.map((x) => stepAt(x.payload)));
+      if (steps.some((x) => !before.includes(x) && stepAt(x.payload) > latest)) out.add(e.contractId);
+    }
+    return { undecidable: out, reordered };
+  }
+
   it('payment_escalation_episodes: one per episode the service ran, its steps in order; an outcome never contradicts the truth', async () => {
     const { rows } = await db.query<{ contract_id: string; trigger_days_reached: number[]; outcome: string; exact: boolean; read_at: Date | null }>(
       `SELECT contract_id, trigger_days_reached, outcome, duration IS NOT DISTINCT FROM ended_at - started_at AS exact, outcome_read_at AS read_at
          FROM ${w}.metric_escalation_episodes ORDER BY contract_id, first_received_at`,
     );
-    const want = escalationEpisodes(truth);
-    expect(want.length).toBeGreaterThan(0);
+    const { undecidable } = await undecidableEscalations();
+    const all = escalationEpisodes(truth);
+    expect(all.length).toBeGreaterThan(0);
+    // Where the order cannot be told, every step is still there, in some episode of the contract.
+    const daysOf = (list: { contractId: string; days: number[] }[], c: string) => list.filter((x) => x.contractId === c).flatMap((x) => x.days).sort();
+    for (const c of undecidable) {
+      expect(daysOf(rows.map((r) => ({ contractId: r.contract_id, days: r.trigger_days_reached })), c), c).toEqual(daysOf(all.map((e) => ({ contractId: e.contractId, days: e.triggerDays })), c));
+    }
+    expect(undecidable.size).toBeLessThan(new Set(all.map((e) => e.contractId)).size);
+    const want = all.filter((e) => !undecidable.has(e.contractId));
     const key = (contract: string, i: number) => `${contract}#${i}`;
     const ordinal = new Map<string, number>();
-    const got = new Map(rows.map((r) => {
+    const got = new Map(rows.filter((r) => !undecidable.has(r.contract_id)).map((r) => {
       const n = (ordinal.get(r.contract_id) ?? 0) + 1;
       ordinal.set(r.contract_id, n);
       return [key(r.contract_id, n), r] as const;
@@ -585,8 +642,12 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
       return [r.episode_id, `${r.contract_id}#${n}`] as const;
     }));
     const outcomeOf = new Map(esc.map((r) => [r.episode_id, r.outcome]));
-    const { rows } = await db.query<{ episode_id: string; dunning_ids: string[]; outcome: string }>(`SELECT episode_id, dunning_ids, outcome FROM ${w}.dunning_episodes`);
-    const got = Object.fromEntries(rows.map((r) => [escalationKey.get(r.episode_id) ?? `own:${r.episode_id}`, [...r.dunning_ids].sort()]));
+    // A dunning is placed by when the loader heard of it against the escalation's webhooks as
+    // received: the contracts whose escalation webhooks arrived in another order than they ran
+    // (above) are left out.
+    const { reordered } = await undecidableEscalations();
+    const { rows } = await db.query<{ episode_id: string; contract_id: string; dunning_ids: string[]; outcome: string }>(`SELECT episode_id, contract_id, dunning_ids, outcome FROM ${w}.dunning_episodes`);
+    const got = Object.fromEntries(rows.filter((r) => !reordered.has(r.contract_id)).map((r) => [escalationKey.get(r.episode_id) ?? `own:${r.episode_id}`, [...r.dunning_ids].sort()]));
     for (const r of rows) expect(r.outcome).toBe(outcomeOf.get(r.episode_id) ?? 'open');
 
     // The truth: a dunning created between an escalation's first step and its reset belongs to it.
@@ -598,6 +659,7 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
       const dunning = truth.histories.find((h) => h.type === 'Dunning' && h.id === id);
       if (!dunning || dunning.deleted) continue;
       const contract = String(field(dunning.states.at(-1)?.body, 'ContractId'));
+      if (reordered.has(contract)) continue;
       const ep = episodes.find((x) => x.contractId === contract && x.firstSeq < e.seq && (x.resetSeq === null || e.seq < x.resetSeq));
       const k = ep ? `${ep.contractId}#${ep.ordinal}` : `own:${id}`;
       (want[k] ??= []).push(id);
