@@ -366,22 +366,22 @@ SELECT i.customer_id, v.version IS NOT NULL AS read, d.deleted_at IS NOT NULL AS
 -- The contracts on the service's clock at a moment: each contract started by `at` and not deleted
 -- by then, in the state and on the plan of its span at `at` (contract_segments): state_since and
 -- state_until bound that span. contract_state_on(day): at the end of that UTC day, as
--- contract_daily counts it. Not SQL-standard bodies: these depend on no view, so migrate replaces
--- the views under them freely; search_path is the warehouse schema's, fixed when created.
-DROP FUNCTION IF EXISTS contract_state_on(date);
-DROP FUNCTION IF EXISTS contract_state_at(timestamptz);
+-- contract_daily counts it. SQL-standard bodies, bound to the views when created (a rebuild's
+-- schema rename keeps them working); migrate drops them before the views they read.
 CREATE FUNCTION contract_state_at("at" timestamptz)
 RETURNS TABLE (contract_id text, customer_id text, state text, plan_id text, state_since timestamptz, state_until timestamptz, deleted_at timestamptz)
-LANGUAGE sql STABLE SET search_path FROM CURRENT
-AS $$
+LANGUAGE sql STABLE
+BEGIN ATOMIC
   SELECT s.contract_id, s.customer_id, s.state, s.plan_id, s.valid_from, s.valid_to, s.deleted_at
     FROM contract_segments s
-   WHERE s.valid_from <= $1 AND (s.valid_to IS NULL OR $1 < s.valid_to) AND (s.deleted_at IS NULL OR s.deleted_at > $1)
-$$;
+   WHERE s.valid_from <= "at" AND (s.valid_to IS NULL OR "at" < s.valid_to) AND (s.deleted_at IS NULL OR s.deleted_at > "at");
+END;
 CREATE FUNCTION contract_state_on(day date)
 RETURNS TABLE (contract_id text, customer_id text, state text, plan_id text, state_since timestamptz, state_until timestamptz, deleted_at timestamptz)
-LANGUAGE sql STABLE SET search_path FROM CURRENT
-AS $$ SELECT * FROM contract_state_at(($1 + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond') $$;
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT * FROM contract_state_at((day + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond');
+END;
 
 -- The customers at a moment: each customer created by `at` (CreatedAt; one never read, once one
 -- of its contracts had started) and not deleted by then, with its contracts' states at `at`
@@ -389,13 +389,11 @@ AS $$ SELECT * FROM contract_state_at(($1 + 1)::timestamp AT TIME ZONE 'UTC' - i
 -- ended (every contract ended), none (no contract started). Its other fields are its last known
 -- ones: the service dates no change of a customer's data, and a version's valid_from is when the
 -- loader read it. customer_state_on(day): at the end of that UTC day.
-DROP FUNCTION IF EXISTS customer_state_on(date);
-DROP FUNCTION IF EXISTS customer_state_at(timestamptz);
 CREATE FUNCTION customer_state_at("at" timestamptz)
 RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
                deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
-LANGUAGE sql STABLE SET search_path FROM CURRENT
-AS $$
+LANGUAGE sql STABLE
+BEGIN ATOMIC
   SELECT k.customer_id,
          CASE WHEN count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
               WHEN count(*) FILTER (WHERE c.state = 'in_trial') > 0 THEN 'in_trial'
@@ -406,16 +404,18 @@ AS $$
          count(*) FILTER (WHERE c.state = 'ended'),
          k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
     FROM metric_customer_last_known k
-    LEFT JOIN contract_state_at($1) c ON c.customer_id = k.customer_id
-   WHERE (k.deleted_at IS NULL OR k.deleted_at > $1)
+    LEFT JOIN contract_state_at("at") c ON c.customer_id = k.customer_id
+   WHERE (k.deleted_at IS NULL OR k.deleted_at > "at")
    GROUP BY k.customer_id, k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
-  HAVING COALESCE(k.created_at <= $1, count(c.contract_id) > 0)
-$$;
+  HAVING COALESCE(k.created_at <= "at", count(c.contract_id) > 0);
+END;
 CREATE FUNCTION customer_state_on(day date)
 RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
                deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
-LANGUAGE sql STABLE SET search_path FROM CURRENT
-AS $$ SELECT * FROM customer_state_at(($1 + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond') $$;
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT * FROM customer_state_at((day + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond');
+END;
 
 -- One row per contract the loader knows, a deleted one (deleted, deleted_at) from its last known
 -- body: its lifecycle (metric_contract_lifecycle_all), its state and plan now (contract_segments:

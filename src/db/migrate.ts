@@ -102,7 +102,7 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL search_path TO ${schema}, public`);
-        await dropMetricViews(client, options.schema, metrics.views);
+        await dropMetricViews(client, options.schema, metrics.views, metrics.functions);
         const reextracted = await refreshVersionFacts(client, options.schema, typed, options.log);
         const objects = await createAnalystObjects(client, options.schema, typed);
         await createMetricViews(client, options.schema, metrics);

@@ -133,6 +133,19 @@ describe('on a warehouse filled by a backfill only', () => {
     expect(seen.has('paying') && seen.has('in_trial')).toBe(true);
   });
 
+  it('the functions keep working when their schema is renamed (replay --rebuild swaps schemas by name)', async () => {
+    const before = await run.pool.query(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.customer_state_on('2025-06-30')`);
+    expect(before.rows[0].n).toBeGreaterThan(0);
+    const renamed = `${schema}_renamed`;
+    await run.pool.query(`ALTER SCHEMA ${quoteIdent(schema)} RENAME TO ${quoteIdent(renamed)}`);
+    try {
+      const after = await run.pool.query(`SELECT count(*)::int AS n FROM ${quoteIdent(renamed)}.customer_state_on('2025-06-30')`);
+      expect(after.rows).toEqual(before.rows);
+    } finally {
+      await run.pool.query(`ALTER SCHEMA ${quoteIdent(renamed)} RENAME TO ${quoteIdent(schema)}`);
+    }
+  });
+
   it('the analyst role calls the business-date functions and reads the overviews', async () => {
     const client = await run.pool.connect();
     try {
