@@ -107,7 +107,27 @@ SELECT x.contract_id, m.movement, m.at
 --   end_kind          how it ended: 'churn' (it had paid) or 'trial_not_converted' (it never paid)
 --   trial_outcome     for a trial: 'converted', 'not_converted' (the trial is over, never paid),
 --                     'in_trial'
-CREATE VIEW metric_contract_lifecycle AS
+--
+-- metric_contract_lifecycle_all has the same row for every contract the loader knows, a deleted
+-- one too (from its last version before the deletion: docs/WAREHOUSE.md, "Business dates"), with
+-- deleted and deleted_at; metric_contract_lifecycle is its rows for the contracts the service
+-- still has, which every metric view counts.
+CREATE VIEW metric_contract_last_known AS
+SELECT c.resource_id AS contract_id, c.fields, false AS deleted, NULL::timestamptz AS deleted_at
+  FROM current_facts c
+ WHERE c.resource_type = 'Contract' AND NOT c.deleted
+UNION ALL
+-- A deletion is a version without a body: the fields are those of the version before it, and
+-- deleted_at when the loader learnt of it (the deletion's first webhook, else its read).
+SELECT c.resource_id, l.fields, true, LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
+                                                             WHERE r.resource_type = 'Contract' AND r.resource_id = c.resource_id AND r.version = c.version))
+  FROM current_facts c
+  CROSS JOIN LATERAL (SELECT f.fields FROM version_facts f
+                       WHERE f.resource_type = 'Contract' AND f.resource_id = c.resource_id AND NOT f.deleted
+                       ORDER BY f.version DESC LIMIT 1) l
+ WHERE c.resource_type = 'Contract' AND c.deleted;
+
+CREATE VIEW metric_contract_lifecycle_all AS
 SELECT x.*,
        CASE WHEN x.ended_at IS NULL THEN NULL WHEN x.paying_from IS NOT NULL THEN 'churn' ELSE 'trial_not_converted' END AS end_kind,
        CASE WHEN x.trial_start_date IS NULL THEN NULL
@@ -116,12 +136,13 @@ SELECT x.*,
             ELSE 'in_trial'
        END AS trial_outcome
   FROM (
-    SELECT c.resource_id AS contract_id, d.customer_id, d.plan_id, d.start_date, d.end_date, d.phases,
+    SELECT c.contract_id, d.customer_id, d.plan_id, d.start_date, d.end_date, d.phases,
            ph.trial_start_date, ph.trial_end_date, ph.converted_at,
            COALESCE(ph.converted_at, CASE WHEN ph.trial_start_date IS NULL AND d.start_date <= now() THEN d.start_date END) AS paying_from,
            CASE WHEN d.end_date IS NOT NULL THEN cx.cancelled_at END AS cancelled_at,
-           CASE WHEN d.end_date <= now() THEN d.end_date END AS ended_at
-      FROM (SELECT * FROM current_facts WHERE resource_type = 'Contract' AND NOT deleted) c
+           CASE WHEN d.end_date <= now() THEN d.end_date END AS ended_at,
+           c.deleted, c.deleted_at
+      FROM metric_contract_last_known c
       CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
       -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
       -- date validates and casts it again (wh_as_timestamptz).
@@ -143,27 +164,34 @@ SELECT x.*,
           FROM (SELECT (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p WHERE p.phase_type = 'trial') AS trial_start_date OFFSET 0) t
         OFFSET 0) ph
       LEFT JOIN (SELECT t.contract_id, max(t.at) AS cancelled_at FROM metric_contract_transitions t WHERE t.movement = 'cancellation' GROUP BY t.contract_id) cx
-        ON cx.contract_id = c.resource_id
+        ON cx.contract_id = c.contract_id
      WHERE d.start_date IS NOT NULL) x;
 
--- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
--- active, cancelled but still running, and ended (a stock: an ended contract stays counted).
--- One state per contract and day, the first that applies: ended (EndDate reached), in trial (the
--- phase in force is a Trial phase: a trial cancelled during its trial stays a trial, never a
--- paying contract), cancelled running (cancelled_at reached), active. The plan is that of the
--- contract's latest phase with a plan started by then (an ended contract keeps its last plan),
--- else the contract's PlanId. Days: from the first StartDate to the latest contract date that is
--- not in the future; to today when that date is less than 32 days ago (never after today).
--- Computed from each contract's state changes (a running sum), not contract by day.
-CREATE VIEW contract_daily AS
+CREATE VIEW metric_contract_lifecycle AS
+SELECT contract_id, customer_id, plan_id, start_date, end_date, phases, trial_start_date, trial_end_date, converted_at, paying_from,
+       cancelled_at, ended_at, end_kind, trial_outcome
+  FROM metric_contract_lifecycle_all
+ WHERE NOT deleted;
+
+-- Each contract's states on the service's clock: one row per span [valid_from, valid_to) in which
+-- the contract was in one state on one plan (valid_to NULL: still so, as far as the last known
+-- body says), from its StartDate on. Every contract the loader knows, a deleted one from its last
+-- known body (deleted, deleted_at: metric_contract_lifecycle_all). The state, the first that
+-- applies: ended (EndDate reached), in trial (the phase in force is a Trial phase: a trial
+-- cancelled during its trial stays a trial, never a paying contract), cancelled running
+-- (cancelled_at reached), active. The plan is that of the contract's latest phase with a plan
+-- started by then (an ended contract keeps its last plan), else the contract's PlanId. The spans
+-- cover the future the body already lists (a scheduled EndDate or phase): business now is the
+-- reader's cut (contract_daily, contract_state_at).
+CREATE VIEW contract_segments AS
 -- Each contract is read once (MATERIALIZED: its dates parsed once, not at every state change),
 -- with its phases as arrays: their starts and types, and the starts and plans of those with a
 -- plan and a start, ordered by start then phase order, so the phase or plan at a moment is a
 -- binary search (width_bucket: how many of those starts are at or before it, the last one being
 -- the latest phase started by then) instead of a sort per state change.
 WITH contracts AS MATERIALIZED (
-  SELECT l.contract_id, l.plan_id, l.start_date, l.cancelled_at, l.end_date, ph.starts, ph.types, ph.plan_starts, ph.plans
-    FROM metric_contract_lifecycle l
+  SELECT l.contract_id, l.customer_id, l.deleted, l.deleted_at, l.plan_id, l.start_date, l.cancelled_at, l.end_date, ph.starts, ph.types, ph.plan_starts, ph.plans
+    FROM metric_contract_lifecycle_all l
     CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS starts,
                                array_agg(p.phase_type ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS types,
                                array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plan_starts,
@@ -172,8 +200,8 @@ WITH contracts AS MATERIALIZED (
                         OFFSET 0) ph
 ), points AS MATERIALIZED (
   -- The state and plan at each point are computed here, so the window's sort carries a narrow row
-  -- (not the contract's arrays). A date two of a contract's dates share gives two points: the
-  -- first one's segment is empty (it ends where it starts), and its +1 and -1 cancel on that day.
+  -- (not the contract's arrays). A date two of a contract's dates share gives two points with the
+  -- same state and plan: the first one's span is empty (it ends where it starts) and is left out.
   SELECT l.contract_id,
          v.at,
          CASE WHEN l.end_date <= v.at THEN 'ended'
@@ -185,9 +213,28 @@ WITH contracts AS MATERIALIZED (
     FROM contracts l
     CROSS JOIN LATERAL unnest(ARRAY[l.start_date, l.cancelled_at, l.end_date] || l.starts) AS v(at)
    WHERE v.at >= l.start_date
-), segments AS (
-  SELECT p.at, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS until, p.state, p.plan_id
+), spans AS (
+  SELECT p.contract_id, p.state, p.plan_id, p.at AS valid_from, lead(p.at) OVER (PARTITION BY p.contract_id ORDER BY p.at) AS valid_to
     FROM points p
+)
+SELECT s.contract_id, c.customer_id, s.state, s.plan_id, s.valid_from, s.valid_to, c.deleted, c.deleted_at
+  FROM spans s
+  JOIN contracts c ON c.contract_id = s.contract_id
+ WHERE s.valid_to IS DISTINCT FROM s.valid_from;
+
+-- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
+-- active, cancelled but still running, and ended (a stock: an ended contract stays counted).
+-- One state per contract and day, the first that applies: ended (EndDate reached), in trial (the
+-- phase in force is a Trial phase: a trial cancelled during its trial stays a trial, never a
+-- paying contract), cancelled running (cancelled_at reached), active. The plan is that of the
+-- contract's latest phase with a plan started by then (an ended contract keeps its last plan),
+-- else the contract's PlanId. Days: from the first StartDate to the latest contract date that is
+-- not in the future; to today when that date is less than 32 days ago (never after today).
+-- Computed from each contract's spans (contract_segments, the contracts the service still has) as
+-- a running sum, not contract by day.
+CREATE VIEW contract_daily AS
+WITH segments AS (
+  SELECT s.valid_from AS at, s.valid_to AS until, s.state, s.plan_id FROM contract_segments s WHERE NOT s.deleted
 ), deltas AS (
   SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
   UNION ALL
@@ -276,6 +323,133 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
  WHERE trial_start_date <= now()
  GROUP BY 1;
 
+-- Business dates (docs/WAREHOUSE.md, "Business dates"): what the warehouse knows of a date on the
+-- service's clock, whenever the loader read it (a backfill included), where <t>_as_of(at) is what
+-- the loader had read by then.
+--
+-- Every customer the loader knows: from its last version that is not a deletion, else (never read:
+-- deleted before the loader first asked for it) only its id, named by a contract or by its
+-- CustomerDeleted webhook. deleted_at: when the loader learnt of the deletion (the deletion
+-- version's first webhook, else its read, else a CustomerDeleted webhook): a deleted customer can
+-- no longer be read, so its last known state stays.
+CREATE VIEW metric_customer_last_known AS
+WITH versions AS (
+  SELECT DISTINCT ON (h.resource_id) h.resource_id AS customer_id, h.version, h.valid_from AS last_read_at, h.created_at, h.customer_name, h.company_name,
+         h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
+    FROM customer_history h
+   WHERE NOT h.deleted
+   ORDER BY h.resource_id, h.version DESC
+), deletions AS (
+  SELECT c.resource_id AS customer_id,
+         LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
+                               WHERE r.resource_type = 'Customer' AND r.resource_id = c.resource_id AND r.version = c.version)) AS deleted_at
+    FROM current_facts c
+   WHERE c.resource_type = 'Customer' AND c.deleted
+  UNION ALL
+  SELECT wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')), min(w.received_at)
+    FROM webhook_events w
+   WHERE w.event = 'CustomerDeleted'
+   GROUP BY 1
+), ids AS (
+  SELECT customer_id FROM versions
+  UNION
+  SELECT customer_id FROM deletions WHERE customer_id IS NOT NULL
+  UNION
+  SELECT customer_id FROM metric_contract_lifecycle_all WHERE customer_id IS NOT NULL
+)
+SELECT i.customer_id, v.version IS NOT NULL AS read, d.deleted_at IS NOT NULL AS deleted, d.deleted_at, v.last_read_at, v.created_at, v.customer_name,
+       v.company_name, v.first_name, v.last_name, v.email_address, v.external_customer_id, v.address_country, v.locale, v.is_locked
+  FROM ids i
+  LEFT JOIN versions v ON v.customer_id = i.customer_id
+  LEFT JOIN (SELECT customer_id, min(deleted_at) AS deleted_at FROM deletions GROUP BY 1) d ON d.customer_id = i.customer_id;
+
+-- The contracts on the service's clock at a moment: each contract started by `at` and not deleted
+-- by then, in the state and on the plan of its span at `at` (contract_segments): state_since and
+-- state_until bound that span. contract_state_on(day): at the end of that UTC day, as
+-- contract_daily counts it. SQL-standard bodies, bound to the views when created (a rebuild's
+-- schema rename keeps them working); migrate drops them before the views they read.
+CREATE FUNCTION contract_state_at("at" timestamptz)
+RETURNS TABLE (contract_id text, customer_id text, state text, plan_id text, state_since timestamptz, state_until timestamptz, deleted_at timestamptz)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT s.contract_id, s.customer_id, s.state, s.plan_id, s.valid_from, s.valid_to, s.deleted_at
+    FROM contract_segments s
+   WHERE s.valid_from <= "at" AND (s.valid_to IS NULL OR "at" < s.valid_to) AND (s.deleted_at IS NULL OR s.deleted_at > "at");
+END;
+CREATE FUNCTION contract_state_on(day date)
+RETURNS TABLE (contract_id text, customer_id text, state text, plan_id text, state_since timestamptz, state_until timestamptz, deleted_at timestamptz)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT * FROM contract_state_at((day + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond');
+END;
+
+-- The customers at a moment: each customer created by `at` (CreatedAt; one never read, once one
+-- of its contracts had started) and not deleted by then, with its contracts' states at `at`
+-- (contract_state_at) and status: paying (a contract active or cancelled but running), in_trial,
+-- ended (every contract ended), none (no contract started). Its other fields are its last known
+-- ones: the service dates no change of a customer's data, and a version's valid_from is when the
+-- loader read it. customer_state_on(day): at the end of that UTC day.
+CREATE FUNCTION customer_state_at("at" timestamptz)
+RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
+               deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT k.customer_id,
+         CASE WHEN count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
+              WHEN count(*) FILTER (WHERE c.state = 'in_trial') > 0 THEN 'in_trial'
+              WHEN count(c.contract_id) > 0 THEN 'ended'
+              ELSE 'none' END,
+         count(*) FILTER (WHERE c.state = 'in_trial'),
+         count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')),
+         count(*) FILTER (WHERE c.state = 'ended'),
+         k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
+    FROM metric_customer_last_known k
+    LEFT JOIN contract_state_at("at") c ON c.customer_id = k.customer_id
+   WHERE (k.deleted_at IS NULL OR k.deleted_at > "at")
+   GROUP BY k.customer_id, k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
+  HAVING COALESCE(k.created_at <= "at", count(c.contract_id) > 0);
+END;
+CREATE FUNCTION customer_state_on(day date)
+RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
+               deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT * FROM customer_state_at((day + 1)::timestamp AT TIME ZONE 'UTC' - interval '1 microsecond');
+END;
+
+-- One row per contract the loader knows, a deleted one (deleted, deleted_at) from its last known
+-- body: its lifecycle (metric_contract_lifecycle_all), its state and plan now (contract_segments:
+-- not_started before its StartDate), and whether its customer was deleted, and when.
+CREATE VIEW subscription_overview AS
+SELECT l.contract_id, l.customer_id, COALESCE(n.state, 'not_started') AS state, COALESCE(n.plan_id, l.plan_id) AS plan_id,
+       l.start_date, l.trial_start_date, l.trial_end_date, l.trial_outcome, l.converted_at, l.paying_from, l.cancelled_at, l.ended_at, l.end_kind,
+       l.deleted, l.deleted_at, k.deleted AS customer_deleted, k.deleted_at AS customer_deleted_at
+  FROM metric_contract_lifecycle_all l
+  LEFT JOIN contract_segments n ON n.contract_id = l.contract_id AND n.valid_from <= now() AND (n.valid_to IS NULL OR now() < n.valid_to)
+  LEFT JOIN metric_customer_last_known k ON k.customer_id = l.customer_id;
+
+-- One row per customer the loader knows (metric_customer_last_known: a deleted one with its last
+-- known fields and deleted_at, one never read with its id only), so every contract has its
+-- customer's row: its contracts now (subscription_overview), status now as customer_state_at
+-- gives it (none: no contract started), when it first paid and when its last contract ended.
+CREATE VIEW customer_overview AS
+SELECT k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read_at, k.customer_name, k.company_name, k.first_name, k.last_name,
+       k.email_address, k.external_customer_id, k.address_country, k.locale, k.is_locked,
+       CASE WHEN count(*) FILTER (WHERE o.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
+            WHEN count(*) FILTER (WHERE o.state = 'in_trial') > 0 THEN 'in_trial'
+            WHEN count(*) FILTER (WHERE o.state = 'ended') > 0 THEN 'ended'
+            ELSE 'none' END AS status,
+       count(o.contract_id) AS contracts,
+       count(*) FILTER (WHERE o.state = 'in_trial') AS contracts_in_trial,
+       count(*) FILTER (WHERE o.state IN ('active', 'cancelled_running')) AS contracts_paying,
+       count(*) FILTER (WHERE o.state = 'ended') AS contracts_ended,
+       min(o.paying_from) AS first_paid_at,
+       max(o.ended_at) AS last_ended_at
+  FROM metric_customer_last_known k
+  LEFT JOIN subscription_overview o ON o.customer_id = k.customer_id
+ GROUP BY k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read_at, k.customer_name, k.company_name, k.first_name, k.last_name,
+          k.email_address, k.external_customer_id, k.address_country, k.locale, k.is_locked;
+
 -- Payment escalations from what the service sends. The id a PaymentEscalated names
 -- (PaymentEscalationProcessId) is the legal entity's escalation settings, not a per-contract
 -- process, and no endpoint for it is documented; the episodes come from the webhooks themselves:
@@ -284,18 +458,24 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- the contract's open positions are paid, or by hand). Keys in any letter case.
 --
 -- One row per episode: a contract's steps from its first PaymentEscalated after the previous
--- reset to the next reset (or still open), in order of receipt. A step redelivered (the same
+-- reset to the next reset (or still open), in order of receipt, but for webhooks that arrived in
+-- another order than their events ran (placed and paired, below). A step redelivered (the same
 -- TriggerDays and DueDate within an episode) counts once. The service dates neither a step nor a
 -- reset. A step fired TriggerDays days after the DueDate of the oldest open position (spec 6.2):
 -- started_at is that day of the first step (DueDate + TriggerDays; its receipt when either is
 -- missing). The reset is placed after it by the time that passed between the first step's
 -- webhook and the reset's, and never before the last step (each webhook is sent when it
 -- happens; a redelivery is late by its retry delay). due_date: the DueDate of the latest step.
+-- Steps are ordered by the day they ran (DueDate + TriggerDays), then by receipt.
 --
 -- outcome, only as far as the history shows it: the contract's Balance as read right after the
 -- reset, which is the first contract version that the reset caused the loader to read, else
 -- (the reset changed nothing on the contract) the latest version caused only by webhooks
--- received before the reset. paid: Balance >= 0 (nothing owed: the service resets on its own
+-- received before the reset, provided it was read during the episode (caused by a webhook
+-- received at or after the first step): a version read before the escalation shows the contract
+-- before it owed, and the reset's read finding the same content tells only that the debt was gone
+-- by then, not whether before the reset or after. A reset that overtook its steps' webhooks
+-- closes the episode they start (paired, below). paid: Balance >= 0 (nothing owed: the service resets on its own
 -- once paid); reset: Balance < 0 (reset while still owed). unknown: no such version, no Balance,
 -- or a webhook about the contract or one of its payments arrived after the reset and before that
 -- read (the read may already show a later payment). open: not reset yet. outcome_read_at: when
@@ -319,21 +499,63 @@ WITH events AS MATERIALIZED (
          COALESCE(count(*) FILTER (WHERE e.event = 'PaymentEscalationReset')
                     OVER (PARTITION BY e.contract_id ORDER BY e.received_at, e.event_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS episode_no
     FROM events e
-), steps AS (
-  SELECT DISTINCT ON (n.contract_id, n.episode_no, n.trigger_days, n.due_date) n.*,
-         COALESCE(n.due_date + n.trigger_days * interval '1 day', n.received_at) AS step_at
+), placed AS (
+  -- A step received after a reset, whose contract read shows nothing owed, belongs to the
+  -- episode that reset closed: a step runs only while a position is overdue (spec 6.2), so it
+  -- ran before the payment the reset followed, and its webhook arrived after the reset's (events
+  -- may arrive in another order, spec 6.1.7). The read: the first contract version the step
+  -- caused, else (it changed nothing) the latest one caused by webhooks received between the
+  -- reset and the step.
+  --
+  -- Also a step that fired (DueDate + TriggerDays) no later than a step received before that reset:
+  -- the steps of a contract run in the order of those days, so it ran before the reset too.
+  SELECT n.*,
+         CASE WHEN n.event = 'PaymentEscalated' AND n.episode_no > 0
+                   AND (wh_as_numeric(v.fields -> 'balance') >= 0
+                        OR n.due_date + n.trigger_days * interval '1 day'
+                           <= (SELECT max(p.due_date + p.trigger_days * interval '1 day') FROM numbered p
+                                WHERE p.contract_id = n.contract_id AND p.event = 'PaymentEscalated' AND p.episode_no = n.episode_no - 1))
+              THEN n.episode_no - 1 ELSE n.episode_no END AS placed_no
     FROM numbered n
+    LEFT JOIN LATERAL (
+      SELECT f.fields
+        FROM (SELECT prev.received_at AS reset_at
+                FROM numbered prev
+               WHERE prev.contract_id = n.contract_id AND prev.event = 'PaymentEscalationReset' AND prev.episode_no = n.episode_no - 1
+               ORDER BY prev.received_at, prev.event_id LIMIT 1) r
+        CROSS JOIN LATERAL (
+          SELECT x.version
+            FROM (SELECT v.version, v.source_event_ids,
+                         CASE WHEN cardinality(v.source_event_ids) > 0
+                              THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id)
+                              ELSE v.fetched_at END AS read_for
+                    FROM resource_versions v
+                   WHERE v.resource_type = 'Contract' AND v.resource_id = n.contract_id AND NOT v.deleted) x
+           WHERE n.event_id = ANY (x.source_event_ids) OR x.read_for BETWEEN r.reset_at AND n.received_at
+           ORDER BY n.event_id = ANY (x.source_event_ids) DESC,
+                    CASE WHEN n.event_id = ANY (x.source_event_ids) THEN x.version END,
+                    x.version DESC
+           LIMIT 1) c
+        JOIN version_facts f ON f.resource_type = 'Contract' AND f.resource_id = n.contract_id AND f.version = c.version) v
+      ON n.event = 'PaymentEscalated' AND n.episode_no > 0
+), steps AS (
+  SELECT DISTINCT ON (n.contract_id, n.placed_no, n.trigger_days, n.due_date) n.event_id, n.event, n.received_at, n.contract_id, n.customer_id, n.trigger_days, n.due_date,
+         n.placed_no AS episode_no,
+         COALESCE(n.due_date + n.trigger_days * interval '1 day', n.received_at) AS step_at
+    FROM placed n
    WHERE n.event = 'PaymentEscalated'
-   ORDER BY n.contract_id, n.episode_no, n.trigger_days, n.due_date, n.received_at, n.event_id
+   ORDER BY n.contract_id, n.placed_no, n.trigger_days, n.due_date, n.received_at, n.event_id
 ), episodes AS (
   SELECT s.contract_id, s.episode_no,
-         (array_agg(s.event_id ORDER BY s.received_at, s.event_id))[1] AS first_event_id,
-         (array_agg(s.customer_id ORDER BY s.received_at, s.event_id) FILTER (WHERE s.customer_id IS NOT NULL))[1] AS customer_id,
-         (array_agg(s.step_at ORDER BY s.received_at, s.event_id))[1] AS started_at,
+         -- The steps in the order they ran (their day), receipt order among the same day's.
+         (array_agg(s.event_id ORDER BY s.step_at, s.received_at, s.event_id))[1] AS first_event_id,
+         (array_agg(s.customer_id ORDER BY s.step_at, s.received_at, s.event_id) FILTER (WHERE s.customer_id IS NOT NULL))[1] AS customer_id,
+         min(s.step_at) AS started_at,
          max(s.step_at) AS last_step_at,
          min(s.received_at) AS first_received_at,
-         COALESCE(array_agg(s.trigger_days ORDER BY s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
-         (array_agg(s.due_date ORDER BY s.received_at DESC, s.event_id DESC))[1] AS due_date
+         COALESCE(array_agg(s.trigger_days ORDER BY s.step_at, s.received_at, s.event_id) FILTER (WHERE s.trigger_days IS NOT NULL), '{}') AS trigger_days_reached,
+         (array_agg(s.due_date ORDER BY s.step_at DESC, s.received_at DESC, s.event_id DESC))[1] AS due_date,
+         array_agg(s.event_id) AS step_event_ids
     FROM steps s
    GROUP BY s.contract_id, s.episode_no
 ), resets AS (
@@ -341,23 +563,45 @@ WITH events AS MATERIALIZED (
     FROM numbered n
    WHERE n.event = 'PaymentEscalationReset'
    ORDER BY n.contract_id, n.episode_no, n.received_at, n.event_id
-), closed AS (
-  SELECT e.*, r.event_id AS reset_event_id, r.received_at AS reset_received_at,
-         CASE WHEN r.received_at IS NOT NULL THEN GREATEST(e.started_at + (r.received_at - e.first_received_at), e.last_step_at) END AS ended_at,
-         COALESCE(listed.version, before.version) AS read_version
+), paired AS (
+  -- An episode's reset: the first one received after its steps, else a reset received while no
+  -- episode of the contract was open (none has steps numbered before it) just before the
+  -- episode's first step, when that step fired (started_at) no later than the reset arrived. The
+  -- service resets only an escalated contract, and events may arrive in another order (spec
+  -- 6.1.7): such a reset overtook the webhook of a step that had already happened. A reset of an
+  -- escalation the loader never saw the steps of (installed during it) precedes the next
+  -- escalation's first step, which fires after it, and stays unpaired.
+  SELECT e.*, COALESCE(r.event_id, early.event_id) AS reset_event_id, COALESCE(r.received_at, early.received_at) AS reset_received_at
     FROM episodes e
     LEFT JOIN resets r ON r.contract_id = e.contract_id AND r.episode_no = e.episode_no
+    LEFT JOIN resets early ON r.event_id IS NULL AND early.contract_id = e.contract_id AND early.episode_no = e.episode_no - 1
+                          AND early.received_at >= e.started_at
+                          AND NOT EXISTS (SELECT FROM episodes p WHERE p.contract_id = e.contract_id AND p.episode_no = e.episode_no - 1)
+), closed AS (
+  SELECT e.*,
+         CASE WHEN e.reset_received_at IS NOT NULL THEN GREATEST(e.started_at + (e.reset_received_at - e.first_received_at), e.last_step_at) END AS ended_at,
+         COALESCE(listed.version, before.version) AS read_version
+    FROM paired e
+    CROSS JOIN LATERAL (SELECT e.reset_event_id AS event_id, e.reset_received_at AS received_at) r
     -- The first contract version the reset made the loader read.
     LEFT JOIN LATERAL (SELECT min(v.version) AS version FROM resource_versions v
                         WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted
                           AND r.event_id = ANY (v.source_event_ids)) listed ON r.event_id IS NOT NULL
     -- Else the latest one caused only by webhooks received before the reset (or, without any,
-    -- read before it: a backfill or reconciliation).
-    LEFT JOIN LATERAL (SELECT max(v.version) AS version FROM resource_versions v
-                        WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted
-                          AND CASE WHEN cardinality(v.source_event_ids) > 0
-                                   THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id) <= r.received_at
-                                   ELSE v.fetched_at <= r.received_at END) before ON r.event_id IS NOT NULL AND listed.version IS NULL
+    -- read before it: a backfill or reconciliation), if it was read during the episode: caused by
+    -- a webhook received at or after the first step (or read after it). One read before the
+    -- escalation shows the contract before it owed anything; the read the reset caused found the
+    -- same content, which says the debt was gone by then, not whether before the reset or after.
+    LEFT JOIN LATERAL (SELECT x.version, x.read_for
+                         FROM (SELECT v.version,
+                                      CASE WHEN cardinality(v.source_event_ids) > 0
+                                           THEN (SELECT max(w.received_at) FROM unnest(v.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id)
+                                           ELSE v.fetched_at END AS read_for
+                                 FROM resource_versions v
+                                WHERE v.resource_type = 'Contract' AND v.resource_id = e.contract_id AND NOT v.deleted) x
+                        WHERE x.read_for <= r.received_at
+                        ORDER BY x.version DESC LIMIT 1) latest ON r.event_id IS NOT NULL AND listed.version IS NULL
+    CROSS JOIN LATERAL (SELECT CASE WHEN latest.read_for >= e.first_received_at THEN latest.version END AS version) before
 )
 SELECT c.first_event_id::text AS episode_id,
        c.contract_id,
@@ -371,6 +615,8 @@ SELECT c.first_event_id::text AS episode_id,
             WHEN h.balance IS NULL THEN 'unknown'
             WHEN EXISTS (SELECT FROM webhook_events w
                           WHERE w.received_at > c.reset_received_at AND w.received_at <= h.valid_from
+                            -- The episode's own steps (placed) ran before the reset.
+                            AND w.event_id <> ALL (c.step_event_ids)
                             AND (wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) = c.contract_id
                                  -- A payment of the contract, by the transaction's key (PaymentSucceeded
                                  -- and the like name only the transaction).

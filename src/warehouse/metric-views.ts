@@ -13,25 +13,33 @@ export const metricViewsFile = join(packageRoot, 'warehouse', 'metric-views.sql'
 export const METRIC_VIEWS = ['contract_daily', 'subscription_movements', 'trial_cohorts', 'dunning_episodes', 'payment_escalation_episodes', 'payment_outcomes', 'pipeline_health'] as const;
 
 const CREATE_VIEW = /^CREATE VIEW ([a-z_][a-z0-9_]*) AS/gm;
+const CREATE_FUNCTION = /^CREATE FUNCTION ([a-z_][a-z0-9_]*)\(/gm;
 
 export interface MetricViewsSql {
   sql: string;
   /** Every view the file creates, helpers (metric_*) included, in its order. */
   views: string[];
+  /** The functions the file creates after its first view (one per name, unique in the schema), in its order: they may read the views. */
+  functions: string[];
 }
 
 export async function loadMetricViewsSql(file = metricViewsFile): Promise<MetricViewsSql> {
   const sql = await readFile(file, 'utf8');
-  return { sql, views: [...sql.matchAll(CREATE_VIEW)].map((m) => m[1]!) };
+  // The functions created after the first view may read views: migrate drops them before the views.
+  const afterViews = sql.slice(Math.max(0, sql.search(/^CREATE VIEW /m)));
+  return { sql, views: [...sql.matchAll(CREATE_VIEW)].map((m) => m[1]!), functions: [...new Set([...afterViews.matchAll(CREATE_FUNCTION)].map((m) => m[1]!))] };
 }
 
 /**
- * Drops the metric views (and their helpers) inside the caller's transaction. They read the
+ * Drops the metric views (and their helpers), and the functions the file creates, inside the caller's transaction. They read the
  * typed-column views, which migrate may DROP and CREATE when the mapping changes: they go first.
  * Helpers an earlier release created and the file no longer has (metric_*) go too, or one of
  * them would block that DROP.
  */
-export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[]): Promise<void> {
+export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[], functions: readonly string[] = []): Promise<void> {
+  // The file's functions first (in one statement: they may call each other): one with an
+  // SQL-standard body depends on the views it reads.
+  if (functions.length > 0) await client.query(`DROP FUNCTION IF EXISTS ${functions.map((f) => `${quoteIdent(schema)}.${quoteIdent(f)}`).join(', ')}`);
   const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname LIKE 'metric\\_%'`, [schema]);
   const names = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])].map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`);
   await client.query(`DROP VIEW IF EXISTS ${names.join(', ')}`);

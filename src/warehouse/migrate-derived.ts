@@ -136,7 +136,7 @@ export async function refreshDerivedObjects(client: pg.PoolClient, schema: strin
   }
   const all = factsReextracted === undefined;
   if (all) {
-    await dropMetricViews(client, schema, metrics.views);
+    await dropMetricViews(client, schema, metrics.views, metrics.functions);
     factsReextracted = await refreshVersionFacts(client, schema, typed, log);
     await createAnalystObjects(client, schema, typed);
     await createMetricViews(client, schema, metrics);

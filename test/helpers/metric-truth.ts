@@ -529,3 +529,63 @@ export function mrrMonthly(movements: readonly MrrMovementRow[]): MrrMonthRow[] 
   }
   return out.sort((a, b) => `${a.month}|${a.currency ?? ''}`.localeCompare(`${b.month}|${b.currency ?? ''}`));
 }
+
+/** A contract's state on the service's clock: active and cancelled-but-running together (the service dates no cancellation). */
+export type BusinessState = 'in_trial' | 'running' | 'ended';
+
+export interface ContractOnDate {
+  customerId: string | null;
+  state: BusinessState;
+  plan: string | null;
+}
+
+/**
+ * Contract id -> its state at a moment on the service's clock (docs/WAREHOUSE.md, "Business
+ * dates"), for each contract the service still has, from its current body: started by then
+ * (`came(StartDate)`), ended once its EndDate has come, else in trial while the latest phase
+ * started by then is a Trial phase, else running; on the plan of the latest phase with a plan
+ * started by then, else its PlanId. `came(d)`: whether `d` has come by the moment asked about.
+ */
+export function contractStates(truth: ScenarioTruth, came: (d: Date) => boolean): Map<string, ContractOnDate> {
+  const out = new Map<string, ContractOnDate>();
+  for (const h of truth.histories) {
+    if (h.type !== 'Contract' || h.deleted) continue;
+    const body = h.states.at(-1)?.body;
+    const start = date(field(body, 'StartDate'));
+    if (!start || !came(start)) continue;
+    const end = date(field(body, 'EndDate'));
+    const raw = field(body, 'Phases');
+    const started = (Array.isArray(raw) ? raw : [])
+      .map((p, i) => ({ n: i, type: text(field(p, 'Type'))?.toLowerCase() ?? null, start: date(field(p, 'StartDate')), plan: text(field(p, 'PlanId')) }))
+      .filter((p) => p.start && came(p.start))
+      .sort((a, b) => a.start!.getTime() - b.start!.getTime() || a.n - b.n);
+    const state: BusinessState = end && came(end) ? 'ended' : started.at(-1)?.type === 'trial' ? 'in_trial' : 'running';
+    out.set(h.id, { customerId: text(field(body, 'CustomerId')), state, plan: started.filter((p) => p.plan).at(-1)?.plan ?? text(field(body, 'PlanId')) });
+  }
+  return out;
+}
+
+/** At the instant `at`: what has happened at or before it. */
+export const cameBy = (at: Date) => (d: Date) => d.getTime() <= at.getTime();
+/** By the end of the UTC day `day` (YYYY-MM-DD). */
+export const cameOn = (day: string) => (d: Date) => d.getTime() < new Date(`${day}T00:00:00Z`).getTime() + 86_400_000;
+
+export type CustomerStatus = 'paying' | 'in_trial' | 'ended' | 'none';
+
+/**
+ * Customer id -> its status at a moment on the service's clock, for each customer the service
+ * still has and had created by then (CreatedAt): paying when one of its contracts is running, else
+ * in trial when one is, else ended when it has a started contract, else none.
+ */
+export function customerStatuses(truth: ScenarioTruth, came: (d: Date) => boolean): Map<string, CustomerStatus> {
+  const contracts = [...contractStates(truth, came).values()];
+  const out = new Map<string, CustomerStatus>();
+  for (const h of truth.histories) {
+    if (h.type !== 'Customer' || h.deleted) continue;
+    const created = date(field(h.states.at(-1)?.body, 'CreatedAt'));
+    if (!created || !came(created)) continue;
+    const states = contracts.filter((c) => c.customerId === h.id).map((c) => c.state);
+    out.set(h.id, states.includes('running') ? 'paying' : states.includes('in_trial') ? 'in_trial' : states.length > 0 ? 'ended' : 'none');
+  }
+  return out;
+}

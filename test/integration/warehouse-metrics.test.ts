@@ -10,7 +10,7 @@ import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
 import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
 import { loadTypedColumns } from '../../src/warehouse/typed-columns.js';
 import { testConfig } from '../helpers/environment.js';
-import { cancelledContracts, dailyCounts, datedMovements, escalationEpisodes, field, lifecycles, paymentOutcomes, trialCohorts, type CohortRow, type PaymentRow } from '../helpers/metric-truth.js';
+import { cancelledContracts, dailyCounts, date, datedMovements, escalationEpisodes, field, lifecycles, paymentOutcomes, trialCohorts, type CohortRow, type PaymentRow } from '../helpers/metric-truth.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 import { loadScenarioTruth, type ScenarioTruth } from '../helpers/warehouse-truth.js';
 
@@ -36,9 +36,6 @@ function hasEndDate(body: unknown): boolean {
   if (b === null || typeof b !== 'object') return false;
   return Object.entries(b).some(([k, v]) => k.toLowerCase() === 'enddate' && v !== null && v !== undefined);
 }
-
-/** The scenario cases whose answer depends on the pipeline's timing (below). */
-const quarantined = process.env.RUN_QUARANTINED !== '1';
 
 async function asAnalyst(db: pg.Pool, sql: string): Promise<Record<string, unknown>[]> {
   const client = await db.connect();
@@ -140,6 +137,8 @@ describe('metric views on a crafted history', () => {
     const dReset = await webhook('PaymentEscalationReset', '2025-04-25T00:00:01Z', reset('c-d'));
     await insert('Contract', 'c-d', 2, '2025-04-25T00:00:03Z', { Id: 'c-d', Balance: 0 }, { events: [paid, dReset] });
     episode.d2 = await webhook('PaymentEscalated', '2025-07-06T00:00:00Z', escalated('c-d', 5, '2025-07-01'));
+    // The read the new escalation's first step caused shows the new debt: a new episode.
+    await insert('Contract', 'c-d', 3, '2025-07-06T00:00:02Z', { Id: 'c-d', Balance: -15 }, { events: [episode.d2] });
 
     // c-e's webhooks arrive six hours after the day its step fired (DueDate + TriggerDays): the
     // episode is dated on the service's day, its length taken from the webhooks.
@@ -164,6 +163,43 @@ describe('metric views on a crafted history', () => {
     await insert('PaymentTransaction', 'pt-x', 1, '2025-05-27T00:00:05Z', { ContractId: 'c-x', Status: { Status: 'Pending' }, Amount: 5, Currency: 'EUR' });
     const xPaid = await webhook('PaymentSucceeded', '2025-05-27T00:00:10Z', { Event: 'PaymentSucceeded', PaymentTransactionId: 'pt-x' });
     await insert('Contract', 'c-x', 1, '2025-05-27T00:00:20Z', { Id: 'c-x', Balance: 0 }, { events: [xReset, xPaid] });
+
+    // c-y: the latest version before the reset was read before the escalation's first step (a
+    // billing read, showing nothing owed yet); the reset's own read found the same content (no new
+    // version) only after a payment webhook had come in: whether the payment came before or after
+    // the reset, nothing read tells. unknown.
+    const yBilling = await webhook('RecurringBillingApproaching', '2025-05-28T00:00:00Z', { Event: 'RecurringBillingApproaching', ContractId: 'c-y' });
+    await insert('Contract', 'c-y', 1, '2025-05-28T00:00:02Z', { Id: 'c-y', Balance: 0 }, { events: [yBilling] });
+    episode.y = await webhook('PaymentEscalated', '2025-05-29T00:00:00Z', escalated('c-y', 5, '2025-05-24'));
+    await webhook('PaymentEscalationReset', '2025-05-30T00:00:00Z', reset('c-y'));
+    await webhook('PaymentRegistered', '2025-05-30T00:00:00.006Z', { Event: 'PaymentRegistered', ContractId: 'c-y' });
+
+    // c-z: the reset's webhook overtook the step's (spec 6.1.7: events may arrive in another
+    // order): a reset while no episode was open, then a step that fired before the reset arrived
+    // (DueDate + TriggerDays). One episode, closed by that reset; the read the reset caused shows
+    // nothing owed: paid.
+    const zReset = await webhook('PaymentEscalationReset', '2025-06-02T00:00:00Z', reset('c-z'));
+    await insert('Contract', 'c-z', 1, '2025-06-02T00:00:01Z', { Id: 'c-z', Balance: 0 }, { events: [zReset] });
+    episode.z = await webhook('PaymentEscalated', '2025-06-02T00:00:02Z', escalated('c-z', 5, '2025-05-28'));
+
+    // c-v: a step whose webhook arrived after the reset's (spec 6.1.7), and whose read shows
+    // nothing owed: a step runs only while something is overdue, so it ran before the payment
+    // that led to the reset. One episode of two steps, paid.
+    episode.v = await webhook('PaymentEscalated', '2025-06-15T00:00:00Z', escalated('c-v', 5, '2025-06-10'));
+    await insert('Contract', 'c-v', 1, '2025-06-15T00:00:02Z', { Id: 'c-v', Balance: -30 }, { events: [episode.v] });
+    const vPaid = await webhook('PaymentRegistered', '2025-06-20T00:00:00Z', { Event: 'PaymentRegistered', ContractId: 'c-v' });
+    const vReset = await webhook('PaymentEscalationReset', '2025-06-20T00:00:01Z', reset('c-v'));
+    const vLate = await webhook('PaymentEscalated', '2025-06-20T00:00:02Z', escalated('c-v', 5, '2025-06-12'));
+    await insert('Contract', 'c-v', 2, '2025-06-20T00:00:03Z', { Id: 'c-v', Balance: 0 }, { events: [vPaid, vReset, vLate] });
+
+    // c-m: a step received after a manual reset (the contract still owes), which fired before a
+    // step received before the reset: it ran before the reset. One episode, reset.
+    episode.m = await webhook('PaymentEscalated', '2025-07-07T00:00:00Z', escalated('c-m', 5, '2025-07-02'));
+    await insert('Contract', 'c-m', 1, '2025-07-07T00:00:02Z', { Id: 'c-m', Balance: -5 }, { events: [episode.m] });
+    await webhook('PaymentEscalated', '2025-07-15T00:00:00Z', escalated('c-m', 5, '2025-07-10'));
+    const mReset = await webhook('PaymentEscalationReset', '2025-07-20T00:00:00Z', reset('c-m'));
+    await insert('Contract', 'c-m', 2, '2025-07-20T00:00:02Z', { Id: 'c-m', Balance: -6 }, { events: [mReset] });
+    await webhook('PaymentEscalated', '2025-07-20T00:00:05Z', escalated('c-m', 10, '2025-07-02'));
 
     episode.f = await webhook('PaymentEscalated', '2025-06-01T00:00:00Z', escalated('c-f', 5, '2025-05-27'));
     await webhook('PaymentEscalated', '2025-06-06T00:00:00Z', escalated('c-f', 10, '2025-05-27'));
@@ -311,8 +347,12 @@ describe('metric views on a crafted history', () => {
       { episode_id: episode.u, contract_id: 'c-u', customer_id: 'cu-u', started_at: t('2025-05-10T00:00:00Z'), ended_at: t('2025-05-12T00:00:00Z'), due_date: t('2025-05-05T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '2 days' },
       { episode_id: episode.w, contract_id: 'c-w', customer_id: 'cu-w', started_at: t('2025-05-20T00:00:00Z'), ended_at: t('2025-05-22T00:00:00Z'), due_date: t('2025-05-15T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '2 days' },
       { episode_id: episode.x, contract_id: 'c-x', customer_id: 'cu-x', started_at: t('2025-05-25T00:00:00Z'), ended_at: t('2025-05-27T00:00:00Z'), due_date: t('2025-05-20T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '2 days' },
+      { episode_id: episode.y, contract_id: 'c-y', customer_id: 'cu-y', started_at: t('2025-05-29T00:00:00Z'), ended_at: t('2025-05-30T00:00:00Z'), due_date: t('2025-05-24T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'unknown', duration: '1 day' },
       { episode_id: episode.f, contract_id: 'c-f', customer_id: 'cu-f', started_at: t('2025-06-01T00:00:00Z'), due_date: t('2025-05-27T00:00:00Z'), max_trigger_days: 10, trigger_days_reached: [5, 10], ...open },
+      { episode_id: episode.z, contract_id: 'c-z', customer_id: 'cu-z', started_at: t('2025-06-02T00:00:00Z'), ended_at: t('2025-06-02T00:00:00Z'), due_date: t('2025-05-28T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], outcome: 'paid', duration: '00:00:00' },
+      { episode_id: episode.v, contract_id: 'c-v', customer_id: 'cu-v', started_at: t('2025-06-15T00:00:00Z'), ended_at: t('2025-06-20T00:00:01Z'), due_date: t('2025-06-12T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5, 5], outcome: 'paid', duration: '5 days 00:00:01' },
       { episode_id: episode.d2, contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-07-06T00:00:00Z'), due_date: t('2025-07-01T00:00:00Z'), max_trigger_days: 5, trigger_days_reached: [5], ...open },
+      { episode_id: episode.m, contract_id: 'c-m', customer_id: 'cu-m', started_at: t('2025-07-07T00:00:00Z'), ended_at: t('2025-07-20T00:00:00Z'), due_date: t('2025-07-10T00:00:00Z'), max_trigger_days: 10, trigger_days_reached: [5, 10, 5], outcome: 'reset', duration: '13 days' },
     ]);
   });
 
@@ -406,7 +446,7 @@ describe('metric views on a crafted history', () => {
     await writeFile(file, JSON.stringify({ ...typed, Contract: typed.Contract.filter((c) => c.column !== 'balance') }));
     await expect(migrate(pool, { schema: config.databaseSchema, log, typedColumnsFile: file })).rejects.toThrow(/metric views .* read a typed column the mapping no longer has/);
     const after = await pool.query(`SELECT count(*)::int AS n FROM ${s}.payment_escalation_episodes WHERE outcome = 'paid'`);
-    expect(after.rows).toEqual([{ n: 1 }]);
+    expect(after.rows).toEqual([{ n: 3 }]);
   });
 });
 
@@ -454,11 +494,7 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
     expect(rows.filter((r) => r.movement === 'reactivation')).toEqual([]);
   });
 
-  // Quarantined (README, Known limits): on some runs of the scenario the cancellations differ from
-  // the truth's by a few contracts, and the episodes of the next case by a second episode of a
-  // contract; which ones depends on when the loader read each contract and received each webhook.
-  // The crafted histories above check each rule deterministically. RUN_QUARANTINED=1 runs both.
-  it.skipIf(quarantined)('subscription_movements: cancellations name the contracts the truth cancelled', async () => {
+  it('subscription_movements: cancellations name the contracts the truth cancelled', async () => {
     const { rows } = await atNow<{ day: string; movement: string; contract_ids: string[] }>(`SELECT day::text, movement, contract_ids FROM ${w}.subscription_movements`);
     // The service sends no cancellation date: a cancellation is an EndDate the loader reads. A
     // contract it never read with one (deleted with its customer, or cancelled and read again only
@@ -514,16 +550,63 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
     return Number.isFinite(balance) ? (balance >= 0 ? 'paid' : 'reset') : null;
   }
 
-  it.skipIf(quarantined)('payment_escalation_episodes: one per episode the service ran, its steps in order; an outcome never contradicts the truth', async () => {
+  /**
+   * Contracts with an escalation whose episodes the webhooks as received cannot show: a step of
+   * the episode received after its reset that ran (DueDate + TriggerDays) later than every step
+   * received before the reset. Events may arrive in another order (spec 6.1.7) and the service
+   * dates no reset, so nothing tells whether such a step ran before the reset or began a new
+   * escalation (unless a read shows nothing owed, which the view uses but which depends on when
+   * the loader read). The crafted histories above check the rules that place the others.
+   */
+  async function undecidableEscalations(): Promise<{ undecidable: Set<string>; reordered: Set<string> }> {
+    const { rows } = await db.query<{ event: string; received_at: Date; payload: unknown }>(
+      `SELECT event, received_at, payload FROM ${w}.webhook_events WHERE event IN ('PaymentEscalated', 'PaymentEscalationReset') ORDER BY received_at, event_id`,
+    );
+    const stepKey = (p: unknown) => `${String(field(p, 'ContractId'))}|${String(field(p, 'TriggerDays'))}|${String(field(p, 'DueDate'))}`;
+    const stepAt = (p: unknown) => (date(field(p, 'DueDate'))?.getTime() ?? 0) + Number(field(p, 'TriggerDays')) * 86_400_000;
+    const received = new Map<string, number>();
+    const resets = new Map<string, number[]>();
+    for (const r of rows) {
+      if (r.event === 'PaymentEscalated') {
+        if (!received.has(stepKey(r.payload))) received.set(stepKey(r.payload), r.received_at.getTime());
+      } else {
+        const c = String(field(r.payload, 'ContractId'));
+        resets.set(c, [...(resets.get(c) ?? []), r.received_at.getTime()]);
+      }
+    }
+    const out = new Set<string>();
+    const reordered = new Set<string>();
+    for (const e of escalationEpisodes(truth)) {
+      const resetAt = resets.get(e.contractId)?.[e.ordinal - 1];
+      if (e.resetSeq === null || resetAt === undefined) continue;
+      const steps = truth.events.filter((x) => x.seq >= e.firstSeq && x.seq < e.resetSeq! && field(x.payload, 'Event') === 'PaymentEscalated' && field(x.payload, 'ContractId') === e.contractId);
+      const before = steps.filter((x) => (received.get(stepKey(x.payload)) ?? Infinity) < resetAt);
+      if (before.length < steps.length) reordered.add(e.contractId);
+      if (before.length === 0) continue;
+      const latest = Math.max(...before.map((x) => stepAt(x.payload)));
+      if (steps.some((x) => !before.includes(x) && stepAt(x.payload) > latest)) out.add(e.contractId);
+    }
+    return { undecidable: out, reordered };
+  }
+
+  it('payment_escalation_episodes: one per episode the service ran, its steps in order; an outcome never contradicts the truth', async () => {
     const { rows } = await db.query<{ contract_id: string; trigger_days_reached: number[]; outcome: string; exact: boolean; read_at: Date | null }>(
       `SELECT contract_id, trigger_days_reached, outcome, duration IS NOT DISTINCT FROM ended_at - started_at AS exact, outcome_read_at AS read_at
          FROM ${w}.metric_escalation_episodes ORDER BY contract_id, first_received_at`,
     );
-    const want = escalationEpisodes(truth);
-    expect(want.length).toBeGreaterThan(0);
+    const { undecidable } = await undecidableEscalations();
+    const all = escalationEpisodes(truth);
+    expect(all.length).toBeGreaterThan(0);
+    // Where the order cannot be told, every step is still there, in some episode of the contract.
+    const daysOf = (list: { contractId: string; days: number[] }[], c: string) => list.filter((x) => x.contractId === c).flatMap((x) => x.days).sort();
+    for (const c of undecidable) {
+      expect(daysOf(rows.map((r) => ({ contractId: r.contract_id, days: r.trigger_days_reached })), c), c).toEqual(daysOf(all.map((e) => ({ contractId: e.contractId, days: e.triggerDays })), c));
+    }
+    expect(undecidable.size).toBeLessThan(new Set(all.map((e) => e.contractId)).size);
+    const want = all.filter((e) => !undecidable.has(e.contractId));
     const key = (contract: string, i: number) => `${contract}#${i}`;
     const ordinal = new Map<string, number>();
-    const got = new Map(rows.map((r) => {
+    const got = new Map(rows.filter((r) => !undecidable.has(r.contract_id)).map((r) => {
       const n = (ordinal.get(r.contract_id) ?? 0) + 1;
       ordinal.set(r.contract_id, n);
       return [key(r.contract_id, n), r] as const;
@@ -559,8 +642,12 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
       return [r.episode_id, `${r.contract_id}#${n}`] as const;
     }));
     const outcomeOf = new Map(esc.map((r) => [r.episode_id, r.outcome]));
-    const { rows } = await db.query<{ episode_id: string; dunning_ids: string[]; outcome: string }>(`SELECT episode_id, dunning_ids, outcome FROM ${w}.dunning_episodes`);
-    const got = Object.fromEntries(rows.map((r) => [escalationKey.get(r.episode_id) ?? `own:${r.episode_id}`, [...r.dunning_ids].sort()]));
+    // A dunning is placed by when the loader heard of it against the escalation's webhooks as
+    // received: the contracts whose escalation webhooks arrived in another order than they ran
+    // (above) are left out.
+    const { reordered } = await undecidableEscalations();
+    const { rows } = await db.query<{ episode_id: string; contract_id: string; dunning_ids: string[]; outcome: string }>(`SELECT episode_id, contract_id, dunning_ids, outcome FROM ${w}.dunning_episodes`);
+    const got = Object.fromEntries(rows.filter((r) => !reordered.has(r.contract_id)).map((r) => [escalationKey.get(r.episode_id) ?? `own:${r.episode_id}`, [...r.dunning_ids].sort()]));
     for (const r of rows) expect(r.outcome).toBe(outcomeOf.get(r.episode_id) ?? 'open');
 
     // The truth: a dunning created between an escalation's first step and its reset belongs to it.
@@ -572,6 +659,7 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
       const dunning = truth.histories.find((h) => h.type === 'Dunning' && h.id === id);
       if (!dunning || dunning.deleted) continue;
       const contract = String(field(dunning.states.at(-1)?.body, 'ContractId'));
+      if (reordered.has(contract)) continue;
       const ep = episodes.find((x) => x.contractId === contract && x.firstSeq < e.seq && (x.resetSeq === null || e.seq < x.resetSeq));
       const k = ep ? `${ep.contractId}#${ep.ordinal}` : `own:${id}`;
       (want[k] ??= []).push(id);
