@@ -40,6 +40,25 @@ BEGIN ATOMIC
                         OFFSET 0) k;
 END;
 
+-- The phases with what pricing needs: the variant and the quantity (Phases[].PlanVariantId,
+-- Quantity), keys in any letter case, looked up in a level of their own (as above). The MRR views
+-- read it: like every helper they read, it comes before the first view (migrate drops the
+-- functions after the first view before the views, and views that call a function block that).
+DROP FUNCTION IF EXISTS metric_mrr_phases(jsonb);
+CREATE FUNCTION metric_mrr_phases(phases jsonb)
+RETURNS TABLE (n bigint, phase_type text, starts_at timestamptz, plan_id text, plan_variant_id text, quantity numeric)
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+  SELECT e.n, lower(wh_as_text(k.phase_type)), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id), wh_as_text(k.plan_variant_id), wh_as_numeric(k.quantity)
+    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n)
+    CROSS JOIN LATERAL (SELECT wh_field(e.value, 'Type', 'type', 'type') AS phase_type,
+                               wh_field(e.value, 'StartDate', 'startDate', 'startdate') AS starts_at,
+                               wh_field(e.value, 'PlanId', 'planId', 'planid') AS plan_id,
+                               wh_field(e.value, 'PlanVariantId', 'planVariantId', 'planvariantid') AS plan_variant_id,
+                               wh_field(e.value, 'Quantity', 'quantity', 'quantity') AS quantity
+                        OFFSET 0) k;
+END;
+
 -- Changes only the version history shows, because the latest body no longer carries them: a
 -- cancellation (an EndDate set where the previous version had none: the service cancels a
 -- contract by giving it an EndDate and an Inactive phase from then on) and a reactivation (an
@@ -775,24 +794,8 @@ SELECT m.minute,
 -- month and times the phase's Quantity, in the contract's Currency; nothing in a Trial or
 -- Inactive phase, before the StartDate, or once the EndDate has come (a cancelled contract pays
 -- until its EndDate). Component subscriptions and discounts are not read by the loader (the
--- service serves them under their own paths), so they are not in it.
-
--- The phases with what pricing needs: the variant and the quantity (Phases[].PlanVariantId,
--- Quantity), keys in any letter case, looked up in a level of their own (as above).
-DROP FUNCTION IF EXISTS metric_mrr_phases(jsonb);
-CREATE FUNCTION metric_mrr_phases(phases jsonb)
-RETURNS TABLE (n bigint, phase_type text, starts_at timestamptz, plan_id text, plan_variant_id text, quantity numeric)
-LANGUAGE sql STABLE PARALLEL SAFE
-BEGIN ATOMIC
-  SELECT e.n, lower(wh_as_text(k.phase_type)), wh_as_timestamptz(k.starts_at), wh_as_text(k.plan_id), wh_as_text(k.plan_variant_id), wh_as_numeric(k.quantity)
-    FROM jsonb_array_elements(CASE WHEN jsonb_typeof(phases) = 'array' THEN phases ELSE '[]'::jsonb END) WITH ORDINALITY AS e(value, n)
-    CROSS JOIN LATERAL (SELECT wh_field(e.value, 'Type', 'type', 'type') AS phase_type,
-                               wh_field(e.value, 'StartDate', 'startDate', 'startdate') AS starts_at,
-                               wh_field(e.value, 'PlanId', 'planId', 'planid') AS plan_id,
-                               wh_field(e.value, 'PlanVariantId', 'planVariantId', 'planvariantid') AS plan_variant_id,
-                               wh_field(e.value, 'Quantity', 'quantity', 'quantity') AS quantity
-                        OFFSET 0) k;
-END;
+-- service serves them under their own paths), so they are not in it. The phases are read by
+-- metric_mrr_phases, at the top of this file.
 
 -- Each plan variant's prices over time: RecurringFee per FeePeriod {Unit, Quantity} as a monthly
 -- fee (Month: / Quantity; Year: / 12 Quantity; Week: x 52 / 12 Quantity; Day: x 365 / 12
