@@ -42,7 +42,7 @@ describe('warehouse views (docs/CONTRACT.md section 5)', () => {
       }
     }
     const hooks = await pool.query(`SELECT column_name || ' ' || data_type AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'webhook_events' ORDER BY ordinal_position`, [config.databaseSchema]);
-    expect(hooks.rows.map((r) => r.c)).toEqual(['event_id uuid', 'event text', 'received_at timestamp with time zone', 'payload jsonb', 'entity_id text', 'retry_count integer']);
+    expect(hooks.rows.map((r) => r.c)).toEqual(['event_id uuid', 'event text', 'received_at timestamp with time zone', 'payload jsonb', 'entity_id text', 'retry_count integer', 'kafka_partition integer', 'kafka_offset bigint']);
   });
 
   it('valid_to is the next version\'s valid_from, is_current marks the latest, and _current drops deleted resources', async () => {
