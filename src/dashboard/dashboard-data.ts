@@ -111,7 +111,7 @@ export interface Timeline {
 }
 
 /** The views the dashboard reads besides each type's history and changes; readiness checks them all. */
-export const READ_VIEWS: readonly string[] = [...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current'];
+export const READ_VIEWS: readonly string[] = [...new Set([...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current'])];
 
 /** Hours shown on the page for the pipeline's per-minute chart, ending at its newest minute. */
 export const PIPELINE_HEALTH_HOURS = 24;

@@ -9,8 +9,8 @@ import { ANALYST_ROLE, WRITER_ROLE } from './resource-types.js';
 /** The metric views' SQL (shipped in the package): one CREATE VIEW per view, helpers first. */
 export const metricViewsFile = join(packageRoot, 'warehouse', 'metric-views.sql');
 
-/** The public metric views (docs/CONTRACT.md section 7), in the file's order. */
-export const METRIC_VIEWS = ['contract_daily', 'subscription_movements', 'trial_cohorts', 'dunning_episodes', 'payment_escalation_episodes', 'payment_outcomes', 'pipeline_health'] as const;
+/** The public metric views (docs/CONTRACT.md section 7): the dbt package's billing_metrics sources. */
+export const METRIC_VIEWS = ['contract_daily', 'subscription_movements', 'trial_cohorts', 'dunning_episodes', 'payment_escalation_episodes', 'payment_outcomes', 'pipeline_health', 'mrr_daily', 'mrr_movements', 'mrr_monthly', 'subscription_overview', 'customer_overview', 'contract_segments'] as const;
 
 const CREATE_VIEW = /^CREATE VIEW ([a-z_][a-z0-9_]*) AS/gm;
 const CREATE_FUNCTION = /^CREATE FUNCTION ([a-z_][a-z0-9_]*)\(/gm;
