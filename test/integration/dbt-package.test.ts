@@ -190,6 +190,20 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     expect(martCohorts).toEqual(viewCohorts);
     const truthCohorts = trialCohorts(lifecycles(truth, builtAt), builtAt);
     expect(martCohorts.map(({ conversion_rate: _, ...r }) => r)).toEqual(truthCohorts);
+
+    // MRR priced from the plan variants: mrr_monthly and mrr_movements, row by row (mrr.test.ts
+    // holds those views to the sandbox truth).
+    const mrrCols = (movement: (kind: string) => string) =>
+      ['month::text AS month', 'currency', 'mrr::text', 'arr::text', 'customers::int', 'arpa::text', ...['new', 'expansion', 'contraction', 'churn', 'reactivation'].map((k) => `${movement(k)}::text AS ${k}`), 'net_new_mrr::text', 'starting_mrr::text', 'nrr::text', 'grr::text'].join(', ');
+    const viewMrr = await ownerRows(`SELECT ${mrrCols((k) => k)} FROM ${quoteIdent(wh.schema)}.mrr_monthly ORDER BY month, currency NULLS FIRST`);
+    const martMrr = await ownerRows(`SELECT ${mrrCols((k) => (k === 'churn' ? 'churned_mrr' : `${k}_mrr`))} FROM ${m}.billing_loader__mrr_by_month ORDER BY month, currency NULLS FIRST`);
+    expect(viewMrr.filter((r) => r.currency !== null && Number(r.mrr) > 0).length).toBeGreaterThan(0);
+    expect(martMrr).toEqual(viewMrr);
+    const moveCols = 'month::text AS month, customer_id, currency, movement, previous_mrr::text, mrr::text, amount::text, previous_mrr_reporting::text, mrr_reporting::text, amount_reporting::text';
+    const viewMrrMoves = await ownerRows(`SELECT ${moveCols} FROM ${quoteIdent(wh.schema)}.mrr_movements ORDER BY month, customer_id, currency`);
+    const martMrrMoves = await ownerRows(`SELECT ${moveCols} FROM ${m}.billing_loader__mrr_movements ORDER BY month, customer_id, currency`);
+    expect(viewMrrMoves.length).toBeGreaterThan(0);
+    expect(martMrrMoves).toEqual(viewMrrMoves);
   }, 120_000);
 
   it('answers MetricFlow queries (mf query) with the marts\' numbers', async () => {
@@ -233,6 +247,33 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     // A contract that never paid has no paying_from: MetricFlow's row without a month, of no count.
     const byMonth = paying.rows.filter((r) => r.metric_time__month !== '');
     expect(byMonth.map((r) => ({ month: r.metric_time__month!.slice(0, 10), n: Number(r.billing_loader_new_paying_contracts) }))).toEqual(movements);
+
+    // MRR per month and currency is mrr_monthly's, month by month (the empty currency: its reporting row).
+    const mrr = await mfQuery(mf, host, tmp, [
+      '--metrics',
+      'billing_loader_mrr,billing_loader_mrr_paying_customers,billing_loader_net_new_mrr',
+      '--group-by',
+      'metric_time__month,billing_loader_mrr_by_month__currency',
+      '--order',
+      'metric_time__month',
+    ]);
+    expect(mrr.code, mrr.output).toBe(0);
+    const num = (v: string | null | undefined) => (v === null || v === undefined || v === '' ? null : Number(v));
+    const viewMrr = await ownerRows<{ month: string; currency: string | null; mrr: string | null; customers: number; net_new_mrr: string | null }>(
+      `SELECT month::text, currency, mrr::text, customers::int, net_new_mrr::text FROM ${quoteIdent(wh.schema)}.mrr_monthly ORDER BY month, currency NULLS FIRST`,
+    );
+    expect(viewMrr.filter((r) => num(r.mrr)! > 0).length).toBeGreaterThan(0);
+    const got = mrr.rows
+      .map((r) => ({ month: r.metric_time__month!.slice(0, 10), currency: r.billing_loader_mrr_by_month__currency || null, mrr: num(r.billing_loader_mrr), customers: Number(r.billing_loader_mrr_paying_customers), net_new_mrr: num(r.billing_loader_net_new_mrr) }))
+      .sort((a, b) => `${a.month} ${a.currency ?? ''}`.localeCompare(`${b.month} ${b.currency ?? ''}`));
+    expect(got.map(({ month, currency, customers }) => ({ month, currency, customers }))).toEqual(viewMrr.map(({ month, currency, customers }) => ({ month, currency, customers })));
+    for (const [i, r] of got.entries()) {
+      const want = viewMrr[i]!;
+      for (const k of ['mrr', 'net_new_mrr'] as const) {
+        if (want[k] === null) expect(r[k], `${r.month} ${r.currency} ${k}`).toBeNull();
+        else expect(r[k], `${r.month} ${r.currency} ${k}`).toBeCloseTo(Number(want[k]), 6);
+      }
+    }
   }, 300_000);
 
   it('fails the build when a month\'s churn rate is above 1 (a churn the lifecycle never saw paying)', async () => {
