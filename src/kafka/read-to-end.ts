@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { LoaderError } from '../errors.js';
+import { retry } from '../retry.js';
 
 export interface ReadOptions {
   /** Where to start per partition (default, and for partitions not named: the beginning). */
@@ -46,7 +47,9 @@ export async function readToEnd(
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const offsets = await admin.fetchTopicOffsets(topic);
+    // A topic created a moment ago (a first backfill's progress topic) may have no leader yet:
+    // kafkajs's admin gives up on NOT_LEADER_OR_FOLLOWER, which is retriable.
+    const offsets = await retry(() => admin.fetchTopicOffsets(topic), { attempts: 10, minDelayMs: 200, maxDelayMs: 2000, shouldRetry: (err) => (err as { retriable?: boolean }).retriable === true });
     const wanted = partitions ?? offsets.map((o) => o.partition);
     const start = (o: { partition: number; low: string }) => {
       const from = options.from?.get(o.partition);
