@@ -46,6 +46,17 @@ afterAll(async () => {
   }
 });
 
+/** Partitions 0-2 of `topic` once none holds an open transaction (last stable offset = high watermark), with their end offsets. */
+function closedPartitions(b: RawKafkaBroker, topic: string) {
+  return waitFor(
+    async () => {
+      const e = await b.endOffsets(topic, [0, 1, 2]);
+      return [...e.values()].every((o) => o.lastStable === o.high) ? e : undefined;
+    },
+    { timeoutMs: 30_000, what: `no transaction left open in ${topic}` },
+  );
+}
+
 describe.skipIf(!nativeKafka)('a transaction left open in a partition without markers', () => {
   it('is closed by the next restore barrier of the same transactional id, committing what it wrote', async () => {
     const client = createKafka({ brokers: [(kafka as PrivateService).address], clientId: 'test-hanging-transaction', log: silentLogger });
@@ -79,13 +90,7 @@ describe.skipIf(!nativeKafka)('a transaction left open in a partition without ma
     // coordinator writes markers after it answers the commit, and a partition's last stable
     // offset moves once its high watermark has passed the marker: wait until every partition is
     // stable (as an open transaction never is), then look at the offsets.
-    const ends = await waitFor(
-      async () => {
-        const e = await b.endOffsets(requests, [0, 1, 2]);
-        return [...e.values()].every((o) => o.lastStable === o.high) ? e : undefined;
-      },
-      { timeoutMs: 30_000, what: 'no transaction left open in any request partition' },
-    );
+    const ends = await closedPartitions(b, requests);
     expect(ends.get(2)).toEqual({ lastStable: 2n, high: 2n });
     // The other partitions got a marker and nothing else; none is left open.
     for (const p of [0, 1]) expect(ends.get(p)).toEqual({ lastStable: 1n, high: 1n });
@@ -137,15 +142,7 @@ describe.skipIf(!nativeKafka)('a transaction left open in a partition without ma
     try {
       listener?.({ payload: { memberAssignment: { [internal.requests]: [0, 1, 2] } } });
       await owner.prepare(owner.generation());
-      for (const topic of [internal.requests, internal.delayed]) {
-        await waitFor(
-          async () => {
-            const e = await b.endOffsets(topic, [0, 1, 2]);
-            return [...e.values()].every((o) => o.lastStable === o.high) ? e : undefined;
-          },
-          { timeoutMs: 30_000, what: `no transaction left open in ${topic}` },
-        );
-      }
+      for (const topic of [internal.requests, internal.delayed]) await closedPartitions(b, topic);
     } finally {
       await owner.close();
       await cache.close();
