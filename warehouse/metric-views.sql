@@ -67,142 +67,155 @@ END;
 -- EndDate (a contract read for the first time after it ended). "Previous" is the contract's
 -- stored version just before (a deleted one included: it has no fields, so nothing is compared
 -- across a deletion).
-CREATE VIEW metric_contract_transitions AS
-SELECT x.contract_id, m.movement, m.at
-  FROM (SELECT y.*, lag(y.end_date) OVER w AS previous_end_date, lag(y.status) OVER w AS previous_status
-          -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow
-          -- rows; flattened, it sorted every version with all its fields.
-          FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
-                       wh_as_timestamptz(h.fields -> 'enddate') AS end_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
-                  -- Only the contracts that ever had a version showing an EndDate or an Ended
-                  -- status: every movement has one at one end (the version itself for a
-                  -- cancellation, the one before for a reactivation). The partial index
-                  -- version_facts_contract_ends (migration 0015) lists exactly those versions, so
-                  -- this reads the histories of the contracts ever cancelled or ended, not every
-                  -- contract's. The test is on the raw value (any string): the parsing above decides.
-                  FROM (SELECT DISTINCT f.resource_id FROM version_facts f
-                         WHERE f.resource_type = 'Contract'
-                           AND (jsonb_typeof(f.fields -> 'enddate') = 'string' OR lower(f.fields ->> 'lifecyclestatus') = 'ended')) c
-                  JOIN version_facts h ON h.resource_type = 'Contract' AND h.resource_id = c.resource_id
-                OFFSET 0) y
-        WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
-  CROSS JOIN LATERAL (
-    SELECT 'cancellation' AS movement, LEAST(x.valid_from, x.end_date) AS at
-     WHERE x.end_date IS NOT NULL AND x.previous_end_date IS NULL
-    UNION ALL
-    SELECT 'reactivation', x.valid_from
-     WHERE NOT x.deleted
-       AND ((x.previous_end_date IS NOT NULL AND x.end_date IS NULL)
-            OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m
- -- Either movement's condition, so that only the versions with a movement run the lateral.
- WHERE (x.end_date IS NOT NULL AND x.previous_end_date IS NULL)
-    OR (NOT x.deleted
-        AND ((x.previous_end_date IS NOT NULL AND x.end_date IS NULL)
-             OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial'))));
+-- Of the contracts named, every version read in order of version, by key. Security definer: the
+-- views call it for the analyst, who may not read version_facts; its body names every object it
+-- reads (bound when created), so no search_path can redirect it.
+DROP FUNCTION IF EXISTS metric_contract_transitions_in(text[]);
+CREATE FUNCTION metric_contract_transitions_in(contract_ids text[])
+RETURNS TABLE (contract_id text, movement text, "at" timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+  SELECT x.contract_id, m.movement, m.at
+    FROM (SELECT y.*, lag(y.end_date) OVER w AS previous_end_date, lag(y.status) OVER w AS previous_status
+            -- OFFSET 0: the two fields are read before the window's sort, which then sorts narrow rows.
+            FROM (SELECT h.resource_id AS contract_id, h.version, h.valid_from, h.deleted,
+                         wh_as_timestamptz(h.fields -> 'enddate') AS end_date, wh_as_text(h.fields -> 'lifecyclestatus') AS status
+                    FROM (SELECT DISTINCT u.id FROM unnest(contract_ids) AS u(id)) c
+                    JOIN version_facts h ON h.resource_type = 'Contract' AND h.resource_id = c.id
+                  OFFSET 0) y
+          WINDOW w AS (PARTITION BY y.contract_id ORDER BY y.version)) x
+    CROSS JOIN LATERAL (
+      SELECT 'cancellation' AS movement, LEAST(x.valid_from, x.end_date) AS at
+       WHERE x.end_date IS NOT NULL AND x.previous_end_date IS NULL
+      UNION ALL
+      SELECT 'reactivation', x.valid_from
+       WHERE NOT x.deleted
+         AND ((x.previous_end_date IS NOT NULL AND x.end_date IS NULL)
+              OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial')))) m
+   -- Either movement's condition, so that only the versions with a movement run the lateral.
+   WHERE (x.end_date IS NOT NULL AND x.previous_end_date IS NULL)
+      OR (NOT x.deleted
+          AND ((x.previous_end_date IS NOT NULL AND x.end_date IS NULL)
+               OR (lower(x.previous_status) = 'ended' AND lower(x.status) IN ('active', 'intrial'))));
+END;
 
+-- Answers kept at write time (docs/WAREHOUSE.md, "Answers kept at write time"). What the metric
+-- views know of each contract (its lifecycle, its state spans, its movements, its paying spans)
+-- and the per-day sums contract_daily adds up are kept in tables (metric_*_cache), so that a read
+-- costs what its answer holds, not the whole history. The trigger below lists in
+-- metric_contracts_dirty every contract whose versions a statement appends; metric_refresh()
+-- (at the end of this file; the sink runs it every SINK_METRICS_REFRESH_MS) computes the listed
+-- contracts' rows again from their versions, puts them in place of the kept ones and takes the
+-- contracts off the list. Until then every view reads a listed contract's rows as computed from
+-- its versions at the read (the *_live views, which read the listed contracts only), never its
+-- kept ones: an answer is the same whether the refresh has run or not, only slower while the list
+-- is long. When this file is applied again (migrate, when it changed), the tables are dropped and
+-- filled from scratch, at the end of the file.
+CREATE TABLE metric_contracts_dirty (contract_id text NOT NULL);
+CREATE INDEX metric_contracts_dirty_contract ON metric_contracts_dirty (contract_id);
+DROP FUNCTION IF EXISTS metric_mark_contracts();
+CREATE FUNCTION metric_mark_contracts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('INSERT INTO %I.metric_contracts_dirty (contract_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
+                 TG_TABLE_SCHEMA, 'Contract');
+  RETURN NULL;
+END
+$$;
+-- Created before the tables are filled (end of file): it takes version_facts' lock, so no
+-- version is appended between the fill and the end of this transaction unlisted.
+CREATE TRIGGER version_facts_mark_metric_contracts AFTER INSERT ON version_facts
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION metric_mark_contracts();
+
+CREATE VIEW metric_dirty_contracts AS
+SELECT DISTINCT contract_id FROM metric_contracts_dirty;
+
+-- The cancellations and reactivations of every contract that ever had a version showing an
+-- EndDate or an Ended status: every movement has one at one end (the version itself for a
+-- cancellation, the one before for a reactivation). The partial index version_facts_contract_ends
+-- (migration 0015) lists exactly those versions. The test is on the raw value (any string): the
+-- parsing decides.
+CREATE VIEW metric_contract_transitions AS
+SELECT t.contract_id, t.movement, t.at
+  FROM metric_contract_transitions_in(ARRAY(SELECT DISTINCT f.resource_id FROM version_facts f
+                                             WHERE f.resource_type = 'Contract'
+                                               AND (jsonb_typeof(f.fields -> 'enddate') = 'string' OR lower(f.fields ->> 'lifecyclestatus') = 'ended'))) t;
 
 -- Business now: every metric view counts what the service's dates place at or before now() (the
 -- transaction's time), and nothing later. The service lists what it has scheduled (a cancelled
 -- contract's EndDate and its Inactive phase, a Normal phase after a trial): a scheduled date is
--- the plan, not a fact, until it has come. One rule, applied here for the contracts (converted_at,
--- ended_at, trial_outcome are NULL or "in trial" until their date has come) and by each view below
--- for its own dates.
+-- the plan, not a fact, until it has come. One rule, applied by metric_contract_lifecycle_all for
+-- the contracts (converted_at, ended_at, trial_outcome are NULL or "in trial" until their date has
+-- come) and by each view below for its own dates. What is kept at write time holds the dates as
+-- the bodies give them, the future ones too; the cut is made at each read.
 --
 -- Cancellations: the service sends no cancellation date. A cancellation is an EndDate the
 -- previous version did not have (metric_contract_transitions); its time is when the loader read
 -- it (at most the EndDate itself). Trials: a trial is a Trial phase (the body has no trial end
 -- date); it ends where the next phase of another type starts, else at the contract's EndDate.
 --
--- One row per contract with a start date (a contract without one has no lifecycle to count), from
--- its latest version:
---   trial_start_date  the start of its first Trial phase; NULL: no trial
---   trial_end_date    the start of the first later phase that is not a trial, else the EndDate
---                     (NULL while neither is known)
---   converted_at      the trial's first Normal phase start, if before the EndDate and come by now
---   paying_from       when it started paying: converted_at, or for a contract without a trial its
---                     StartDate once come; NULL: never paid (yet)
---   cancelled_at      its latest cancellation while its EndDate is set (metric_contract_transitions)
---   ended_at          the EndDate once come
---   end_kind          how it ended: 'churn' (it had paid) or 'trial_not_converted' (it never paid)
---   trial_outcome     for a trial: 'converted', 'not_converted' (the trial is over, never paid),
---                     'in_trial'
---
--- metric_contract_lifecycle_all has the same row for every contract the loader knows, a deleted
--- one too (from its last version before the deletion: docs/WAREHOUSE.md, "Business dates"), with
--- deleted and deleted_at; metric_contract_lifecycle is its rows for the contracts the service
--- still has, which every metric view counts.
-CREATE VIEW metric_contract_last_known AS
+-- The listed contracts' last known fields (metric_contract_facts_live): a contract the service
+-- still has from current_facts; a deleted one (a version without a body) from the version before
+-- the deletion, deleted_at when the loader learnt of it (the deletion's first webhook, else its read).
+CREATE VIEW metric_contract_last_known_live AS
 SELECT c.resource_id AS contract_id, c.fields, false AS deleted, NULL::timestamptz AS deleted_at
-  FROM current_facts c
- WHERE c.resource_type = 'Contract' AND NOT c.deleted
+  FROM metric_dirty_contracts d
+  JOIN current_facts c ON c.resource_type = 'Contract' AND c.resource_id = d.contract_id
+ WHERE NOT c.deleted
 UNION ALL
--- A deletion is a version without a body: the fields are those of the version before it, and
--- deleted_at when the loader learnt of it (the deletion's first webhook, else its read).
 SELECT c.resource_id, l.fields, true, LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
                                                              WHERE r.resource_type = 'Contract' AND r.resource_id = c.resource_id AND r.version = c.version))
-  FROM current_facts c
+  FROM metric_dirty_contracts d
+  JOIN current_facts c ON c.resource_type = 'Contract' AND c.resource_id = d.contract_id
   CROSS JOIN LATERAL (SELECT f.fields FROM version_facts f
                        WHERE f.resource_type = 'Contract' AND f.resource_id = c.resource_id AND NOT f.deleted
                        ORDER BY f.version DESC LIMIT 1) l
- WHERE c.resource_type = 'Contract' AND c.deleted;
+ WHERE c.deleted;
 
-CREATE VIEW metric_contract_lifecycle_all AS
-SELECT x.*,
-       CASE WHEN x.ended_at IS NULL THEN NULL WHEN x.paying_from IS NOT NULL THEN 'churn' ELSE 'trial_not_converted' END AS end_kind,
-       CASE WHEN x.trial_start_date IS NULL THEN NULL
-            WHEN x.converted_at IS NOT NULL THEN 'converted'
-            WHEN x.trial_end_date <= now() THEN 'not_converted'
-            ELSE 'in_trial'
-       END AS trial_outcome
-  FROM (
-    SELECT c.contract_id, d.customer_id, d.plan_id, d.start_date, d.end_date, d.phases,
-           ph.trial_start_date, ph.trial_end_date, ph.converted_at,
-           COALESCE(ph.converted_at, CASE WHEN ph.trial_start_date IS NULL AND d.start_date <= now() THEN d.start_date END) AS paying_from,
-           CASE WHEN d.end_date IS NOT NULL THEN cx.cancelled_at END AS cancelled_at,
-           CASE WHEN d.end_date <= now() THEN d.end_date END AS ended_at,
-           c.deleted, c.deleted_at
-      FROM metric_contract_last_known c
-      CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
-      -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
-      -- date validates and casts it again (wh_as_timestamptz).
-      CROSS JOIN LATERAL (
-        SELECT wh_as_text(x.f -> 'customerid') AS customer_id,
-               wh_as_text(x.f -> 'planid') AS plan_id,
-               wh_as_timestamptz(x.f -> 'startdate') AS start_date,
-               wh_as_timestamptz(x.f -> 'enddate') AS end_date,
-               CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
-        OFFSET 0) d
-      CROSS JOIN LATERAL (
-        SELECT t.trial_start_date,
-               COALESCE((SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
-                          WHERE p.phase_type IS DISTINCT FROM 'trial' AND p.starts_at > t.trial_start_date),
-                        CASE WHEN d.end_date > t.trial_start_date THEN d.end_date END) AS trial_end_date,
-               (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
-                 WHERE p.phase_type = 'normal' AND p.starts_at >= t.trial_start_date
-                   AND p.starts_at < COALESCE(d.end_date, 'infinity') AND p.starts_at <= now()) AS converted_at
-          FROM (SELECT (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p WHERE p.phase_type = 'trial') AS trial_start_date OFFSET 0) t
-        OFFSET 0) ph
-      LEFT JOIN (SELECT t.contract_id, max(t.at) AS cancelled_at FROM metric_contract_transitions t WHERE t.movement = 'cancellation' GROUP BY t.contract_id) cx
-        ON cx.contract_id = c.contract_id
-     WHERE d.start_date IS NOT NULL) x;
+-- One row per listed contract with a start date (a contract without one has no lifecycle to
+-- count), from its last known fields, with the dates as the body gives them (no cut at now):
+--   trial_start_date  the start of its first Trial phase; NULL: no trial
+--   trial_end_date    the start of the first later phase that is not a trial, else the EndDate
+--                     (NULL while neither is known)
+--   converts_at       the trial's first Normal phase start, if before the EndDate (converted_at
+--                     once it has come)
+--   cancelled_at      its latest cancellation while its EndDate is set (metric_contract_transitions)
+CREATE VIEW metric_contract_facts_live AS
+SELECT c.contract_id, d.customer_id, d.plan_id, d.currency, d.start_date, d.end_date, d.phases,
+       ph.trial_start_date, ph.trial_end_date, ph.converts_at,
+       CASE WHEN d.end_date IS NOT NULL THEN cx.cancelled_at END AS cancelled_at,
+       c.deleted, c.deleted_at
+  FROM metric_contract_last_known_live c
+  CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
+  -- OFFSET 0, here and below: each field is parsed once per contract. Flattened, every use of a
+  -- date validates and casts it again (wh_as_timestamptz).
+  CROSS JOIN LATERAL (
+    SELECT wh_as_text(x.f -> 'customerid') AS customer_id,
+           wh_as_text(x.f -> 'planid') AS plan_id,
+           upper(wh_as_text(x.f -> 'currency')) AS currency,
+           wh_as_timestamptz(x.f -> 'startdate') AS start_date,
+           wh_as_timestamptz(x.f -> 'enddate') AS end_date,
+           CASE WHEN jsonb_typeof(x.f -> 'phases') = 'array' THEN x.f -> 'phases' END AS phases
+    OFFSET 0) d
+  CROSS JOIN LATERAL (
+    SELECT t.trial_start_date,
+           COALESCE((SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
+                      WHERE p.phase_type IS DISTINCT FROM 'trial' AND p.starts_at > t.trial_start_date),
+                    CASE WHEN d.end_date > t.trial_start_date THEN d.end_date END) AS trial_end_date,
+           (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p
+             WHERE p.phase_type = 'normal' AND p.starts_at >= t.trial_start_date
+               AND p.starts_at < COALESCE(d.end_date, 'infinity')) AS converts_at
+      FROM (SELECT (SELECT min(p.starts_at) FROM metric_contract_phases(d.phases) p WHERE p.phase_type = 'trial') AS trial_start_date OFFSET 0) t
+    OFFSET 0) ph
+  LEFT JOIN (SELECT t.contract_id, max(t.at) AS cancelled_at
+               FROM metric_contract_transitions_in(ARRAY(SELECT contract_id FROM metric_dirty_contracts)) t
+              WHERE t.movement = 'cancellation' GROUP BY t.contract_id) cx
+    ON cx.contract_id = c.contract_id
+ WHERE d.start_date IS NOT NULL;
 
-CREATE VIEW metric_contract_lifecycle AS
-SELECT contract_id, customer_id, plan_id, start_date, end_date, phases, trial_start_date, trial_end_date, converted_at, paying_from,
-       cancelled_at, ended_at, end_kind, trial_outcome
-  FROM metric_contract_lifecycle_all
- WHERE NOT deleted;
-
--- Each contract's states on the service's clock: one row per span [valid_from, valid_to) in which
--- the contract was in one state on one plan (valid_to NULL: still so, as far as the last known
--- body says), from its StartDate on. Every contract the loader knows, a deleted one from its last
--- known body (deleted, deleted_at: metric_contract_lifecycle_all). The state, the first that
--- applies: ended (EndDate reached), in trial (the phase in force is a Trial phase: a trial
--- cancelled during its trial stays a trial, never a paying contract), cancelled running
--- (cancelled_at reached), active. The plan is that of the contract's latest phase with a plan
--- started by then (an ended contract keeps its last plan), else the contract's PlanId. The spans
--- cover the future the body already lists (a scheduled EndDate or phase): business now is the
--- reader's cut (contract_daily, contract_state_at).
-CREATE VIEW contract_segments AS
+-- Each listed contract's states on the service's clock: one row per span [valid_from, valid_to) in
+-- which the contract was in one state on one plan (valid_to NULL: still so, as far as the last
+-- known body says), from its StartDate on (contract_segments has the definitions).
+CREATE VIEW metric_contract_segments_live AS
 -- Each contract is read once (MATERIALIZED: its dates parsed once, not at every state change),
 -- with its phases as arrays: their starts and types, and the starts and plans of those with a
 -- plan and a start, ordered by start then phase order, so the phase or plan at a moment is a
@@ -210,7 +223,7 @@ CREATE VIEW contract_segments AS
 -- the latest phase started by then) instead of a sort per state change.
 WITH contracts AS MATERIALIZED (
   SELECT l.contract_id, l.customer_id, l.deleted, l.deleted_at, l.plan_id, l.start_date, l.cancelled_at, l.end_date, ph.starts, ph.types, ph.plan_starts, ph.plans
-    FROM metric_contract_lifecycle_all l
+    FROM metric_contract_facts_live l
     CROSS JOIN LATERAL (SELECT array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS starts,
                                array_agg(p.phase_type ORDER BY p.starts_at, p.n) FILTER (WHERE p.starts_at IS NOT NULL) AS types,
                                array_agg(p.starts_at ORDER BY p.starts_at, p.n) FILTER (WHERE p.plan_id IS NOT NULL AND p.starts_at IS NOT NULL) AS plan_starts,
@@ -241,6 +254,118 @@ SELECT s.contract_id, c.customer_id, s.state, s.plan_id, s.valid_from, s.valid_t
   JOIN contracts c ON c.contract_id = s.contract_id
  WHERE s.valid_to IS DISTINCT FROM s.valid_from;
 
+-- The listed contracts' movements (subscription_movements has the definitions), each dated `at`
+-- and counted while counts_from <= now() < counts_until (NULL: for good): a trial is "not
+-- converted" from its end until it converts; a churn needs the contract to have paid.
+CREATE VIEW metric_contract_movements_live AS
+WITH lifecycle AS MATERIALIZED (
+  SELECT contract_id, start_date, trial_start_date, trial_end_date, converts_at, end_date, phases FROM metric_contract_facts_live WHERE NOT deleted
+), movements AS (
+  SELECT CASE WHEN trial_start_date IS NULL THEN 'new' ELSE 'trial_start' END AS movement, contract_id, start_date AS at, start_date AS counts_from, NULL::timestamptz AS counts_until
+    FROM lifecycle
+  UNION ALL
+  SELECT 'trial_conversion', contract_id, converts_at, converts_at, NULL FROM lifecycle WHERE converts_at IS NOT NULL
+  UNION ALL
+  SELECT 'trial_not_converted', contract_id, trial_end_date, trial_end_date, converts_at FROM lifecycle WHERE trial_start_date IS NOT NULL AND trial_end_date IS NOT NULL
+  UNION ALL
+  SELECT 'plan_change', p.contract_id, p.starts_at, p.starts_at, NULL
+    FROM (SELECT l.contract_id, n.starts_at, n.plan_id, lag(n.plan_id) OVER (PARTITION BY l.contract_id ORDER BY n.starts_at, n.n) AS previous_plan_id
+            FROM lifecycle l
+            CROSS JOIN LATERAL metric_contract_phases(l.phases) n
+           WHERE n.phase_type = 'normal' AND n.plan_id IS NOT NULL AND n.starts_at IS NOT NULL) p
+   WHERE p.plan_id <> p.previous_plan_id
+  UNION ALL
+  -- Every listed contract's, a deleted one's and one without a StartDate too.
+  SELECT t.movement, t.contract_id, t.at, t.at, NULL FROM metric_contract_transitions_in(ARRAY(SELECT contract_id FROM metric_dirty_contracts)) t
+  UNION ALL
+  -- A contract that had paid ends: it paid once its trial converted (before its EndDate), or,
+  -- without a trial, once its StartDate had come.
+  SELECT 'churn', contract_id, end_date, GREATEST(end_date, CASE WHEN trial_start_date IS NULL THEN start_date END), NULL
+    FROM lifecycle WHERE end_date IS NOT NULL AND (converts_at IS NOT NULL OR trial_start_date IS NULL)
+)
+SELECT contract_id, movement, at, counts_from, counts_until FROM movements WHERE at IS NOT NULL;
+
+-- The kept rows, one table per live view above, and the per-day sums of contract_daily (one row
+-- per UTC day, plan and state: the running sum's delta, and how many span ends make it, so a day
+-- and plan no span touches any more is dropped as contract_daily would not list it).
+CREATE TABLE metric_contract_cache AS SELECT * FROM metric_contract_facts_live WITH NO DATA;
+ALTER TABLE metric_contract_cache ADD PRIMARY KEY (contract_id);
+CREATE TABLE metric_segment_cache AS SELECT * FROM metric_contract_segments_live WITH NO DATA;
+CREATE INDEX metric_segment_cache_contract ON metric_segment_cache (contract_id);
+CREATE TABLE metric_movement_cache AS SELECT * FROM metric_contract_movements_live WITH NO DATA;
+CREATE INDEX metric_movement_cache_contract ON metric_movement_cache (contract_id);
+CREATE TABLE metric_daily_cache (day date NOT NULL, plan_id text, state text NOT NULL, delta bigint NOT NULL, edges bigint NOT NULL);
+CREATE UNIQUE INDEX metric_daily_cache_key ON metric_daily_cache (day, plan_id, state) NULLS NOT DISTINCT;
+
+-- What the listed contracts change in metric_daily_cache: their spans' ends as computed now, less
+-- those kept (contracts the service deleted count in neither). A span adds 1 on the day it starts
+-- and takes 1 off on the day it ends.
+CREATE VIEW metric_daily_dirty_deltas AS
+SELECT e.day, s.plan_id, s.state, e.delta * s.sign AS delta, s.sign AS edges
+  FROM (SELECT l.valid_from, l.valid_to, l.plan_id, l.state, 1 AS sign FROM metric_contract_segments_live l WHERE NOT l.deleted
+        UNION ALL
+        SELECT k.valid_from, k.valid_to, k.plan_id, k.state, -1
+          FROM metric_segment_cache k JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+         WHERE NOT k.deleted) s
+  CROSS JOIN LATERAL (VALUES ((s.valid_from AT TIME ZONE 'UTC')::date, 1), ((s.valid_to AT TIME ZONE 'UTC')::date, -1)) AS e(day, delta)
+ WHERE e.day IS NOT NULL;
+
+-- Every contract's rows: the kept ones of the contracts not listed, the live ones of the listed.
+CREATE VIEW metric_contract_facts AS
+SELECT k.* FROM metric_contract_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+UNION ALL
+SELECT * FROM metric_contract_facts_live;
+
+-- One row per contract with a start date, cut at business now:
+--   converted_at      converts_at once it has come
+--   paying_from       when it started paying: converted_at, or for a contract without a trial its
+--                     StartDate once come; NULL: never paid (yet)
+--   ended_at          the EndDate once come
+--   end_kind          how it ended: 'churn' (it had paid) or 'trial_not_converted' (it never paid)
+--   trial_outcome     for a trial: 'converted', 'not_converted' (the trial is over, never paid),
+--                     'in_trial'
+-- metric_contract_lifecycle_all has the row of every contract the loader knows, a deleted one too
+-- (from its last version before the deletion: docs/WAREHOUSE.md, "Business dates"), with deleted
+-- and deleted_at; metric_contract_lifecycle is its rows for the contracts the service still has,
+-- which every metric view counts.
+CREATE VIEW metric_contract_lifecycle_all AS
+SELECT x.*,
+       CASE WHEN x.ended_at IS NULL THEN NULL WHEN x.paying_from IS NOT NULL THEN 'churn' ELSE 'trial_not_converted' END AS end_kind,
+       CASE WHEN x.trial_start_date IS NULL THEN NULL
+            WHEN x.converted_at IS NOT NULL THEN 'converted'
+            WHEN x.trial_end_date <= now() THEN 'not_converted'
+            ELSE 'in_trial'
+       END AS trial_outcome
+  FROM (
+    SELECT f.contract_id, f.customer_id, f.plan_id, f.start_date, f.end_date, f.phases, f.trial_start_date, f.trial_end_date, c.converted_at,
+           COALESCE(c.converted_at, CASE WHEN f.trial_start_date IS NULL AND f.start_date <= now() THEN f.start_date END) AS paying_from,
+           f.cancelled_at,
+           CASE WHEN f.end_date <= now() THEN f.end_date END AS ended_at,
+           f.deleted, f.deleted_at
+      FROM metric_contract_facts f
+      CROSS JOIN LATERAL (SELECT CASE WHEN f.converts_at <= now() THEN f.converts_at END AS converted_at) c) x;
+
+CREATE VIEW metric_contract_lifecycle AS
+SELECT contract_id, customer_id, plan_id, start_date, end_date, phases, trial_start_date, trial_end_date, converted_at, paying_from,
+       cancelled_at, ended_at, end_kind, trial_outcome
+  FROM metric_contract_lifecycle_all
+ WHERE NOT deleted;
+
+-- Each contract's states on the service's clock: one row per span [valid_from, valid_to) in which
+-- the contract was in one state on one plan (valid_to NULL: still so, as far as the last known
+-- body says), from its StartDate on. Every contract the loader knows, a deleted one from its last
+-- known body (deleted, deleted_at: metric_contract_lifecycle_all). The state, the first that
+-- applies: ended (EndDate reached), in trial (the phase in force is a Trial phase: a trial
+-- cancelled during its trial stays a trial, never a paying contract), cancelled running
+-- (cancelled_at reached), active. The plan is that of the contract's latest phase with a plan
+-- started by then (an ended contract keeps its last plan), else the contract's PlanId. The spans
+-- cover the future the body already lists (a scheduled EndDate or phase): business now is the
+-- reader's cut (contract_daily, contract_state_at).
+CREATE VIEW contract_segments AS
+SELECT k.* FROM metric_segment_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+UNION ALL
+SELECT * FROM metric_contract_segments_live;
+
 -- Per UTC day (the state at the end of the day) and plan: how many contracts were in trial,
 -- active, cancelled but still running, and ended (a stock: an ended contract stays counted).
 -- One state per contract and day, the first that applies: ended (EndDate reached), in trial (the
@@ -249,15 +374,13 @@ SELECT s.contract_id, c.customer_id, s.state, s.plan_id, s.valid_from, s.valid_t
 -- contract's latest phase with a plan started by then (an ended contract keeps its last plan),
 -- else the contract's PlanId. Days: from the first StartDate to the latest contract date that is
 -- not in the future; to today when that date is less than 32 days ago (never after today).
--- Computed from each contract's spans (contract_segments, the contracts the service still has) as
--- a running sum, not contract by day.
+-- A running sum of the spans' starts and ends (contract_segments, the contracts the service
+-- still has) per day: the kept sums (metric_daily_cache) with the listed contracts' changes.
 CREATE VIEW contract_daily AS
-WITH segments AS (
-  SELECT s.valid_from AS at, s.valid_to AS until, s.state, s.plan_id FROM contract_segments s WHERE NOT s.deleted
-), deltas AS (
-  SELECT (at AT TIME ZONE 'UTC')::date AS day, plan_id, state, 1 AS delta FROM segments
+WITH deltas AS (
+  SELECT day, plan_id, state, delta, edges FROM metric_daily_cache
   UNION ALL
-  SELECT (until AT TIME ZONE 'UTC')::date, plan_id, state, -1 FROM segments WHERE until IS NOT NULL
+  SELECT day, plan_id, state, delta, edges FROM metric_daily_dirty_deltas
 ), daily AS (
   SELECT day, plan_id,
          sum(delta) FILTER (WHERE state = 'in_trial') AS in_trial,
@@ -265,6 +388,7 @@ WITH segments AS (
          sum(delta) FILTER (WHERE state = 'cancelled_running') AS cancelled_running,
          sum(delta) FILTER (WHERE state = 'ended') AS ended
     FROM deltas GROUP BY day, plan_id
+  HAVING sum(edges) > 0
 ), bounds AS (
   SELECT min(day) AS first_day, max(day) FILTER (WHERE day <= (now() AT TIME ZONE 'UTC')::date) AS last_seen FROM daily
 ), span AS (
@@ -297,36 +421,22 @@ WINDOW w AS (PARTITION BY g.plan_id ORDER BY g.day);
 --                        up or down needs prices, which the bodies do not carry
 --   cancellation, reactivation  metric_contract_transitions (when the loader read them)
 --   churn                a contract that had paid ends (its EndDate)
--- New paying business is new + trial_conversion; a trial that never paid is never churn.
+-- New paying business is new + trial_conversion; a trial that never paid is never churn. From
+-- the kept movements (metric_movement_cache) and the listed contracts' live ones.
 CREATE VIEW subscription_movements AS
-WITH lifecycle AS MATERIALIZED (
-  SELECT contract_id, start_date, trial_start_date, trial_end_date, converted_at, ended_at, end_kind, trial_outcome, phases FROM metric_contract_lifecycle
-), movements AS (
-  SELECT CASE WHEN trial_start_date IS NULL THEN 'new' ELSE 'trial_start' END AS movement, contract_id, start_date AS at FROM lifecycle
+WITH movements AS (
+  SELECT k.contract_id, k.movement, k.at, k.counts_from, k.counts_until
+    FROM metric_movement_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
   UNION ALL
-  SELECT 'trial_conversion', contract_id, converted_at FROM lifecycle WHERE converted_at IS NOT NULL
-  UNION ALL
-  SELECT 'trial_not_converted', contract_id, trial_end_date FROM lifecycle WHERE trial_outcome = 'not_converted'
-  UNION ALL
-  SELECT 'plan_change', p.contract_id, p.starts_at
-    FROM (SELECT l.contract_id, n.starts_at, n.plan_id, lag(n.plan_id) OVER (PARTITION BY l.contract_id ORDER BY n.starts_at, n.n) AS previous_plan_id
-            FROM lifecycle l
-            CROSS JOIN LATERAL metric_contract_phases(l.phases) n
-           WHERE n.phase_type = 'normal' AND n.plan_id IS NOT NULL AND n.starts_at IS NOT NULL) p
-   WHERE p.plan_id <> p.previous_plan_id
-  UNION ALL
-  SELECT movement, contract_id, at FROM metric_contract_transitions
-  UNION ALL
-  SELECT 'churn', contract_id, ended_at FROM lifecycle WHERE end_kind = 'churn'
+  SELECT contract_id, movement, at, counts_from, counts_until FROM metric_contract_movements_live
 )
 SELECT (at AT TIME ZONE 'UTC')::date AS day,
        movement,
        count(DISTINCT contract_id) AS contracts,
        array_agg(DISTINCT contract_id ORDER BY contract_id) AS contract_ids
   FROM movements
- WHERE at <= now()
+ WHERE counts_from <= now() AND (counts_until IS NULL OR now() < counts_until)
  GROUP BY 1, 2;
-
 -- Contracts that started with a trial, by UTC month of the trial's start, for trials started by
 -- now; converted: those with a converted_at (metric_contract_lifecycle, the same conversions as
 -- subscription_movements' trial_conversion); not_converted: the trial is over and never paid;
@@ -818,29 +928,37 @@ SELECT v.resource_id AS plan_variant_id,
  WHERE NOT v.deleted
 WINDOW w AS (PARTITION BY v.resource_id ORDER BY v.version);
 
--- The paying spans: each Normal phase with a PlanVariantId of a contract with a StartDate (the
--- contract's latest version; metric_contract_lifecycle), from its start to the start of the next
--- phase (phases starting together: the later listed one is in force) or the EndDate, whichever
--- comes first (ends_at NULL: neither is known), started by now. quantity: the phase's Quantity,
--- 1 if absent. A moment `at` is in a span when starts_at < at <= ends_at: the state just before
--- `at`, so that "the end of a day" is the next midnight.
-CREATE VIEW metric_mrr_spans AS
-WITH contracts AS MATERIALIZED (
-  SELECT l.contract_id, l.customer_id, upper(wh_as_text(c.fields -> 'currency')) AS currency, l.end_date, l.phases
-    FROM metric_contract_lifecycle l
-    JOIN current_facts c ON c.resource_type = 'Contract' AND c.resource_id = l.contract_id AND NOT c.deleted
-), phases AS (
+-- The paying spans: each Normal phase with a PlanVariantId of a contract with a StartDate that the
+-- service still has (its latest version; metric_contract_lifecycle), from its start to the start
+-- of the next phase (phases starting together: the later listed one is in force) or the EndDate,
+-- whichever comes first (ends_at NULL: neither is known). quantity: the phase's Quantity, 1 if
+-- absent. A moment `at` is in a span when starts_at < at <= ends_at: the state just before `at`,
+-- so that "the end of a day" is the next midnight. metric_mrr_spans_live has the listed
+-- contracts' (metric_contracts_dirty) spans, the future ones too; metric_mrr_span_cache the kept
+-- ones; metric_mrr_spans every contract's spans started by now.
+CREATE VIEW metric_mrr_spans_live AS
+WITH phases AS (
   SELECT k.contract_id, k.customer_id, k.currency, k.end_date, p.phase_type, p.starts_at, p.plan_id, p.plan_variant_id, p.quantity,
          lead(p.starts_at) OVER (PARTITION BY k.contract_id ORDER BY p.starts_at, p.n) AS next_starts_at
-    FROM contracts k
+    FROM metric_contract_facts_live k
     CROSS JOIN LATERAL metric_mrr_phases(k.phases) p
-   WHERE p.starts_at IS NOT NULL
+   WHERE NOT k.deleted AND p.starts_at IS NOT NULL
 )
 SELECT contract_id, customer_id, currency, plan_id, plan_variant_id, COALESCE(quantity, 1) AS quantity, starts_at,
        LEAST(next_starts_at, end_date) AS ends_at
   FROM phases
- WHERE phase_type = 'normal' AND plan_variant_id IS NOT NULL AND starts_at < now()
+ WHERE phase_type = 'normal' AND plan_variant_id IS NOT NULL
    AND (LEAST(next_starts_at, end_date) IS NULL OR LEAST(next_starts_at, end_date) > starts_at);
+
+CREATE TABLE metric_mrr_span_cache AS SELECT * FROM metric_mrr_spans_live WITH NO DATA;
+CREATE INDEX metric_mrr_span_cache_contract ON metric_mrr_span_cache (contract_id);
+
+CREATE VIEW metric_mrr_spans AS
+SELECT s.*
+  FROM (SELECT k.* FROM metric_mrr_span_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+        UNION ALL
+        SELECT * FROM metric_mrr_spans_live) s
+ WHERE s.starts_at < now();
 
 -- The analyst's rates as spans: each row from its valid_from to the next row's of the currency.
 CREATE VIEW metric_fx_rates AS
@@ -979,3 +1097,50 @@ SELECT month,
        CASE WHEN complete THEN retained_mrr / NULLIF(starting_mrr, 0) END AS nrr,
        CASE WHEN complete THEN retained_gross_mrr / NULLIF(starting_mrr, 0) END AS grr
   FROM sums;
+
+-- The refresh of what is kept at write time (top of this file): computes the listed contracts'
+-- rows again and puts them in place of the kept ones, moves contract_daily's per-day sums by the
+-- difference, and takes the contracts it saw off the list. Returns how many contracts it
+-- refreshed. It reads one snapshot for all of that: run it in a REPEATABLE READ transaction (the
+-- sink does; search_path set to the warehouse schema). Two refreshes never interleave: the second
+-- waits for the first's row of metric_cache_state and then fails with a serialization error
+-- (40001), to be run again. Contracts listed after the snapshot stay listed for the next one.
+CREATE TABLE metric_cache_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), refreshed_at timestamptz NOT NULL DEFAULT now(), contracts bigint NOT NULL DEFAULT 0);
+INSERT INTO metric_cache_state DEFAULT VALUES;
+
+CREATE FUNCTION metric_refresh() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  seen tid[];
+  n bigint;
+BEGIN
+  seen := ARRAY(SELECT ctid FROM metric_contracts_dirty);
+  IF cardinality(seen) = 0 THEN
+    RETURN 0;
+  END IF;
+  n := (SELECT count(*) FROM metric_dirty_contracts);
+  UPDATE metric_cache_state SET refreshed_at = now(), contracts = contracts + n;
+  INSERT INTO metric_daily_cache AS c (day, plan_id, state, delta, edges)
+  SELECT day, plan_id, state, sum(delta), sum(edges) FROM metric_daily_dirty_deltas GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+  ON CONFLICT (day, plan_id, state) DO UPDATE SET delta = c.delta + EXCLUDED.delta, edges = c.edges + EXCLUDED.edges;
+  DELETE FROM metric_daily_cache WHERE edges = 0;
+  DELETE FROM metric_contract_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
+  INSERT INTO metric_contract_cache SELECT * FROM metric_contract_facts_live;
+  DELETE FROM metric_segment_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
+  INSERT INTO metric_segment_cache SELECT * FROM metric_contract_segments_live;
+  DELETE FROM metric_movement_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
+  INSERT INTO metric_movement_cache SELECT * FROM metric_contract_movements_live;
+  DELETE FROM metric_mrr_span_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
+  INSERT INTO metric_mrr_span_cache SELECT * FROM metric_mrr_spans_live;
+  DELETE FROM metric_contracts_dirty WHERE ctid = ANY (seen);
+  RETURN n;
+END
+$$;
+
+-- The writer role runs the trigger (it appends) and the refresh (the sink).
+GRANT SELECT, INSERT, DELETE ON metric_contracts_dirty TO billing_loader_writer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_mrr_span_cache, metric_daily_cache, metric_cache_state TO billing_loader_writer;
+
+-- The fill: every contract listed, then refreshed, under version_facts' lock (the trigger's
+-- creation above took it), so nothing is appended meanwhile.
+INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract';
+SELECT metric_refresh();

@@ -21,6 +21,7 @@ import { startSupervisedConsumer, type SupervisedConsumer } from '../kafka/super
 import { guardOffsets } from '../kafka/offset-guard.js';
 import { createSinkMetrics } from './sink-metrics.js';
 import { startDeadLetterRecorder } from './dead-letter-recorder.js';
+import { startMetricRefresher } from './metric-refresher.js';
 import type { StageWatch } from '../watch/stall-watchdog.js';
 import { watchConsumerStage } from '../watch/consumer-stage-watch.js';
 import { GROUP_TIMEOUTS } from '../kafka/group-timeouts.js';
@@ -67,7 +68,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   const concurrency = options.partitionsConsumedConcurrently ?? 3;
   const kafka = deps.kafka ?? createKafka({ ...kafkaConnection(config), clientId: 'billing-loader-sink', log });
   const registry = deps.registry ?? createRegistry(config);
-  const pool = deps.pool ?? createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader sink', log, max: concurrency + 1 });
+  const pool = deps.pool ?? createPool({ databaseUrl: config.databaseUrl, applicationName: 'billing-loader sink', log, max: concurrency + 2 });
   const metrics = createSinkMetrics(deps.metrics);
   const stopping = new AbortController();
 
@@ -139,6 +140,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
   });
   supervised.running = consumer;
   const deadLetterRecorder = await startDeadLetterRecorder({ kafka, registry, pool, schema: config.databaseSchema, topics: [names.webhooksDlq, names.snapshotsDlq], groupId: `${groupId}.dead-letters`, log, health: deps.health });
+  const refresher = config.sinkMetricsRefreshMs > 0 ? startMetricRefresher({ pool, schema: config.databaseSchema, intervalMs: config.sinkMetricsRefreshMs, metrics, log }) : undefined;
   log.info('sink started', { groupId, topics: [names.snapshots, names.webhooks], schema: config.databaseSchema });
 
   let stopped: Promise<void> | undefined;
@@ -152,6 +154,7 @@ export async function startSink(deps: SinkDeps, config: Config, options: SinkOpt
         // stop() waits for the batch in flight, which commits at once when the consumer stops.
         await consumer.stop();
         await deadLetterRecorder.stop();
+        await refresher?.stop();
         await producer.disconnect();
         await admin.disconnect();
         if (!deps.pool) await pool.end();

@@ -45,7 +45,17 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
   const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname LIKE 'metric\\_%'`, [schema]);
   const names = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])].map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`);
   await client.query(`DROP VIEW IF EXISTS ${names.join(', ')}`);
+  // What the file keeps at write time: the trigger that lists the contracts to refresh, its
+  // function, and the tables (metric_*: the kept rows and the list), filled again when the file is
+  // applied.
+  await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(MARK_TRIGGER)} ON ${quoteIdent(schema)}.version_facts`);
+  await client.query(`DROP FUNCTION IF EXISTS ${quoteIdent(schema)}.metric_mark_contracts()`);
+  const { rows: tables } = await client.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'metric\\_%'`, [schema]);
+  if (tables.length > 0) await client.query(`DROP TABLE ${tables.map((t) => `${quoteIdent(schema)}.${quoteIdent(t.name)}`).join(', ')}`);
 }
+
+/** The trigger on version_facts that lists the contracts whose kept metric rows are to be computed again (warehouse/metric-views.sql). */
+export const MARK_TRIGGER = 'version_facts_mark_metric_contracts';
 
 /**
  * Creates the metric views from the file inside the caller's transaction (search_path set to

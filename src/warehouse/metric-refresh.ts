@@ -1,0 +1,40 @@
+import type pg from 'pg';
+import { quoteIdent } from '../db/pool.js';
+
+/** What one refresh did: the contracts whose kept metric rows it computed again, and how many are still listed. */
+export interface MetricRefreshResult {
+  refreshed: number;
+  /** Contract versions listed after the refresh's snapshot (written meanwhile): the next refresh's work. */
+  pending: number;
+}
+
+/** SQLSTATE of a refresh that ran beside another one (metric_cache_state's row): run it again. */
+export const SERIALIZATION_FAILURE = '40001';
+
+/**
+ * Computes again the kept rows of the metric views for the contracts listed since the last
+ * refresh (warehouse/metric-views.sql, "Answers kept at write time"), in one REPEATABLE READ
+ * transaction: the listed contracts' rows, contract_daily's per-day sums and the list itself
+ * change together, from one snapshot. Every view answers the same before and after; after, it
+ * reads the kept rows instead of computing the listed contracts' from their versions.
+ * Returns undefined when the schema has no metric_refresh() (metric views of an earlier release).
+ * A concurrent refresh makes this one fail with SQLSTATE 40001: the caller runs it again.
+ */
+export async function refreshMetrics(pool: pg.Pool, schema: string): Promise<MetricRefreshResult | undefined> {
+  const client = await pool.connect();
+  try {
+    const { rows: found } = await client.query<{ fn: string | null }>('SELECT to_regprocedure($1) AS fn', [`${quoteIdent(schema)}.metric_refresh()`]);
+    if (!found[0]?.fn) return undefined;
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+    const { rows } = await client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
+    await client.query('COMMIT');
+    const pending = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteIdent(schema)}.metric_contracts_dirty`);
+    return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,272 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createLogger } from '../../src/log.js';
+import { refreshMetrics } from '../../src/warehouse/metric-refresh.js';
+import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
+import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
+import { testConfig } from '../helpers/environment.js';
+import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
+
+/**
+ * The metric rows kept at write time (warehouse/metric-views.sql, "Answers kept at write time")
+ * are a copy, never a second definition: every metric view, and the business-date functions,
+ * must answer the same from the kept rows as from the versions read at the query. Each
+ * comparison runs in one transaction, so now() (business now) is the same on both sides: the
+ * views as they are (kept rows and the listed contracts' live ones), then with no row kept and
+ * every contract listed (all computed at the read), rolled back.
+ */
+const log = createLogger('error');
+
+/** Every answer a kept row feeds: the public views, the lifecycle helper, the functions on a few dates. */
+function questions(days: readonly string[]): string[] {
+  return [
+    ...METRIC_VIEWS.map((v) => `SELECT * FROM ${v}`),
+    'SELECT * FROM metric_contract_lifecycle_all',
+    'SELECT * FROM metric_mrr_spans',
+    ...days.flatMap((d) => [`SELECT * FROM contract_state_on('${d}')`, `SELECT * FROM customer_state_on('${d}')`]),
+  ];
+}
+
+/** Each question's rows as sorted JSON texts (rows compared as multisets). */
+async function answers(client: pg.PoolClient, sqls: readonly string[]): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const sql of sqls) {
+    const { rows } = await client.query<{ r: string }>(`SELECT to_jsonb(q)::text AS r FROM (${sql}) q ORDER BY 1`);
+    out[sql] = rows.map((x) => x.r);
+  }
+  return out;
+}
+
+/**
+ * Inside the caller's transaction: no row kept, every contract listed, so that every answer is
+ * computed from the versions at the read, whatever the kept rows held.
+ */
+async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
+  await client.query('DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache');
+  await client.query(`INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract'`);
+}
+
+/** The answers as the warehouse gives them now, and as computed with every contract's rows taken from its versions, at one now(). */
+async function keptAndLive(pool: pg.Pool, schema: string, days: readonly string[]): Promise<{ kept: Record<string, string[]>; live: Record<string, string[]>; listed: number }> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+    const listed = Number((await client.query<{ n: string }>('SELECT count(DISTINCT contract_id) AS n FROM metric_contracts_dirty')).rows[0]!.n);
+    const kept = await answers(client, questions(days));
+    await forgetKeptRows(client);
+    const live = await answers(client, questions(days));
+    return { kept, live, listed };
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+  }
+}
+
+describe('metric rows kept at write time', () => {
+  it('on the sandbox scenario, every view answers the same from the kept rows as from the versions', async () => {
+    const scenario = await scenarioWarehouse();
+    const pool = createPool({ databaseUrl: scenario.databaseUrl, applicationName: 'test', log });
+    const client = await pool.connect();
+    try {
+      // Refreshed inside a transaction that is rolled back: the shared scenario stays as it is.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await client.query(`SET LOCAL search_path TO ${quoteIdent(scenario.schema)}`);
+      const days = ['2025-03-31', '2025-06-30', '2025-12-31'];
+      await forgetKeptRows(client);
+      const live = await answers(client, questions(days));
+      const refreshed = Number((await client.query<{ n: string }>('SELECT metric_refresh() AS n')).rows[0]!.n);
+      expect(refreshed).toBeGreaterThan(50);
+      expect((await client.query('SELECT * FROM metric_contracts_dirty')).rows).toEqual([]);
+      const kept = await answers(client, questions(days));
+      for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
+      // Not vacuous: the scenario's views have rows.
+      expect(live['SELECT * FROM contract_daily']!.length).toBeGreaterThan(100);
+      expect(live['SELECT * FROM subscription_movements']!.length).toBeGreaterThan(20);
+      expect(live['SELECT * FROM mrr_monthly']!.length).toBeGreaterThan(5);
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+      await pool.end();
+    }
+  });
+
+  describe('on a history written in statements, refreshed between some of them', () => {
+    const config = testConfig();
+    let pool: pg.Pool;
+    const schema = `metric_cache_${process.pid}_${Date.now() % 100000}`;
+
+    beforeAll(async () => {
+      pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'test', log });
+      await migrate(pool, { schema, log });
+      await pool.query(`INSERT INTO ${quoteIdent(schema)}.fx_rates (currency, valid_from, rate_to_reporting) VALUES ('EUR', '2024-01-01', 1), ('CHF', '2024-01-01', 1.05)`);
+    });
+    afterAll(async () => {
+      await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
+      await pool.end();
+    });
+
+    it('kept rows equal the versions after every statement, late, deleted and reactivated contracts included', async () => {
+      const histories = contractHistories(20251126, 36);
+      const catalog: AppendedVersion[] = ['v-1', 'v-2', 'v-3'].map((id, i) => ({
+        type: 'PlanVariant', id, version: 1, at: '2024-06-01T00:00:00Z', body: { Id: id, PlanId: `plan-${i + 1}`, RecurringFee: 10 * (i + 1), FeePeriod: { Unit: i === 2 ? 'Year' : 'Month', Quantity: 1 } },
+      }));
+      await appendVersions(pool, schema, catalog);
+      const random = mulberry32(7);
+      const pending = histories.flat();
+      // Versions go in in order of reading, but one in six swaps with the next (a late version).
+      for (let i = 0; i + 1 < pending.length; i++) {
+        if (random() < 1 / 6) [pending[i], pending[i + 1]] = [pending[i + 1]!, pending[i]!];
+      }
+      const days = ['2025-02-28', '2025-09-30', '2026-05-31'];
+      let statements = 0;
+      let refreshes = 0;
+      while (pending.length > 0) {
+        const batch = pending.splice(0, 1 + Math.floor(random() * 12));
+        await appendVersions(pool, schema, batch, statements % 3);
+        statements++;
+        if (random() < 0.5) {
+          await refreshMetrics(pool, schema);
+          refreshes++;
+        }
+        if (statements % 4 === 0 || pending.length === 0) {
+          const { kept, live } = await keptAndLive(pool, schema, days);
+          for (const sql of Object.keys(live)) expect(kept[sql], `${sql} after statement ${statements}`).toEqual(live[sql]);
+        }
+      }
+      expect(refreshes).toBeGreaterThan(3);
+      const last = await refreshMetrics(pool, schema);
+      expect(last?.pending).toBe(0);
+      const { kept, live, listed } = await keptAndLive(pool, schema, days);
+      expect(listed).toBe(0);
+      for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
+      expect(live['SELECT * FROM contract_daily']!.length).toBeGreaterThan(300);
+      expect(live['SELECT * FROM subscription_movements']!.map((r) => JSON.parse(r).movement)).toEqual(
+        expect.arrayContaining(['new', 'trial_start', 'trial_conversion', 'trial_not_converted', 'plan_change', 'cancellation', 'reactivation', 'churn']),
+      );
+      expect(live['SELECT * FROM mrr_monthly']!.length).toBeGreaterThan(10);
+    });
+
+    it('a refresh leaves listed what was appended after its snapshot, and a second refresh beside it gives way', async () => {
+      const s = quoteIdent(schema);
+      await refreshMetrics(pool, schema);
+      const [first] = contractHistories(99, 1);
+      const a = await pool.connect();
+      try {
+        await a.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await a.query(`SET LOCAL search_path TO ${s}`);
+        await a.query('SELECT count(*) FROM metric_contracts_dirty'); // the snapshot
+        await appendVersions(pool, schema, first!.map((v) => ({ ...v, id: `late-${v.id}` })));
+        expect(Number((await a.query<{ n: string }>('SELECT metric_refresh() AS n')).rows[0]!.n)).toBe(0);
+        await a.query('COMMIT');
+      } finally {
+        a.release();
+      }
+      const listed = await pool.query<{ contract_id: string }>(`SELECT DISTINCT contract_id FROM ${s}.metric_contracts_dirty`);
+      expect(listed.rows.map((r) => r.contract_id)).toEqual([`late-${first![0]!.id}`]);
+
+      // Two refreshes at once: the second waits for the first's row, then fails with 40001.
+      await appendVersions(pool, schema, [{ ...first![0]!, id: 'another', version: 1 }]);
+      const b = await pool.connect();
+      try {
+        await b.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await b.query(`SET LOCAL search_path TO ${s}`);
+        expect(Number((await b.query<{ n: string }>('SELECT metric_refresh() AS n')).rows[0]!.n)).toBe(2);
+        const second = refreshMetrics(pool, schema);
+        await waitForLockWait(pool);
+        await b.query('COMMIT');
+        await expect(second).rejects.toMatchObject({ code: '40001' });
+      } finally {
+        b.release();
+      }
+      expect((await refreshMetrics(pool, schema))?.refreshed).toBe(0);
+      const { kept, live } = await keptAndLive(pool, schema, ['2025-09-30']);
+      for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
+    });
+  });
+});
+
+async function waitForLockWait(pool: pg.Pool): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%metric_refresh%'`);
+    if (rows.length > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the second refresh never waited for the first');
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Contract histories as the service would show them, versions in order: a trial or not, plan
+ * changes (a new Normal phase), a cancellation (EndDate and an Inactive phase, some in the
+ * future), a reactivation (the EndDate withdrawn), a deletion; dates from 2025 to 2027 so that
+ * business now cuts some of them.
+ */
+function contractHistories(seed: number, count: number): AppendedVersion[][] {
+  const random = mulberry32(seed);
+  const day = (base: Date, days: number) => new Date(base.getTime() + days * 86_400_000).toISOString();
+  const out: AppendedVersion[][] = [];
+  for (let k = 0; k < count; k++) {
+    const id = `c-${seed}-${k}`;
+    const start = new Date(Date.UTC(2025, 0, 1) + Math.floor(random() * 700) * 86_400_000);
+    const trial = random() < 0.4;
+    const currency = random() < 0.7 ? 'EUR' : 'CHF';
+    const variant = (n: number) => `v-${n}`;
+    let plan = 1 + Math.floor(random() * 3);
+    const phases: Record<string, unknown>[] = trial ? [{ Type: 'Trial', StartDate: start.toISOString(), PlanId: `plan-${plan}` }] : [];
+    const firstNormal = trial ? day(start, 14) : start.toISOString();
+    if (!trial || random() < 0.6) phases.push({ Type: 'Normal', StartDate: firstNormal, PlanId: `plan-${plan}`, PlanVariantId: variant(plan), Quantity: 1 + Math.floor(random() * 3) });
+    let endDate: string | undefined;
+    let read = new Date(start.getTime() - 86_400_000);
+    const versions: AppendedVersion[] = [];
+    const body = (status: string) => ({
+      Id: id,
+      CustomerId: `cu-${k % 9}`,
+      PlanId: `plan-${plan}`,
+      Currency: currency,
+      StartDate: start.toISOString(),
+      LifecycleStatus: status,
+      Phases: phases.map((p) => ({ ...p })),
+      ...(endDate ? { EndDate: endDate } : {}),
+    });
+    const push = (b: Record<string, unknown> | null) => {
+      read = new Date(read.getTime() + (1 + Math.floor(random() * 60)) * 86_400_000);
+      versions.push({ type: 'Contract', id, version: versions.length + 1, at: read.toISOString(), body: b });
+    };
+    push(body(trial ? 'InTrial' : 'Active'));
+    const steps = 1 + Math.floor(random() * 4);
+    for (let i = 0; i < steps; i++) {
+      const r = random();
+      if (r < 0.35 && !endDate) {
+        plan = 1 + ((plan + Math.floor(random() * 2)) % 3);
+        phases.push({ Type: 'Normal', StartDate: day(read, 1 + Math.floor(random() * 20)), PlanId: `plan-${plan}`, PlanVariantId: variant(plan), Quantity: 1 });
+        push(body('Active'));
+      } else if (r < 0.7 && !endDate) {
+        endDate = day(read, Math.floor(random() * 90) - 30);
+        phases.push({ Type: 'Inactive', StartDate: endDate });
+        push(body(new Date(endDate) < new Date() ? 'Ended' : 'Active'));
+      } else if (endDate) {
+        endDate = undefined;
+        phases.pop();
+        push(body('Active'));
+      } else {
+        push(body('Active'));
+      }
+    }
+    if (random() < 0.15) push(null);
+    out.push(versions);
+  }
+  return out;
+}
