@@ -300,12 +300,12 @@ const S = SETTINGS_OF;
 export const COMMAND_SETTINGS = {
   ingress: [...S.kafka, ...S.registry, ...S.ingress, ...S.service],
   enricher: [...S.kafka, ...S.registry, ...S.billingApi, ...S.enricher, 'enricherPort', ...S.service],
-  sink: [...S.kafka, ...S.registry, ...S.database, ...S.sink, 'sinkPort', ...S.service],
+  sink: [...S.kafka, ...S.registry, ...S.database, ...S.sink, 'sinkMetricsRefreshMs', 'sinkPort', ...S.service],
   // The enricher's and the sink's own ports are for running them alone: run serves on INGRESS_PORT or OPS_PORT.
-  run: [...S.kafka, ...S.registry, ...S.database, ...S.billingApi, ...S.ingress, ...S.enricher, ...S.sink, ...S.service],
+  run: [...S.kafka, ...S.registry, ...S.database, ...S.billingApi, ...S.ingress, ...S.enricher, ...S.sink, 'sinkMetricsRefreshMs', ...S.service],
   backfill: [...S.kafka, ...S.billingApi, 'logLevel'],
   // The demo runs the whole pipeline against its simulator (which stands in for the billing API) on a free ingress port.
-  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'opsPort', 'stackDir', 'logLevel', 'dashboardPort', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
+  demo: [...S.kafka, ...S.registry, ...S.database, ...S.ingress.filter((k) => k !== 'ingressPort'), ...S.enricher, ...S.sink, 'sinkMetricsRefreshMs', 'opsPort', 'stackDir', 'logLevel', 'dashboardPort', 'lagCheckIntervalMs', 'watchdogStallMs', 'watchdogLivenessMs', 'shutdownTimeoutMs'],
   migrate: ['migrateDatabaseUrl', ...S.database, ...S.migrate, 'databaseRoles', 'logLevel'],
   repartition: [...S.kafka, 'logLevel'],
   dlq: [...S.kafka, ...S.registry, 'logLevel'],

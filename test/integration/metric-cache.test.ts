@@ -4,6 +4,9 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { refreshMetrics } from '../../src/warehouse/metric-refresh.js';
+import { startMetricRefresher } from '../../src/sink/metric-refresher.js';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { waitFor } from '../helpers/wait-for.js';
 import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
 import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
@@ -184,6 +187,28 @@ describe('metric rows kept at write time', () => {
       expect((await refreshMetrics(pool, schema))?.refreshed).toBe(0);
       const { kept, live } = await keptAndLive(pool, schema, ['2025-09-30']);
       for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
+    });
+
+    it("the sink's refresher empties the list at its pace, counts what it refreshed, and stops", async () => {
+      await appendVersions(pool, schema, contractHistories(4242, 5).flat());
+      const registers = [new Registry()];
+      const metrics = {
+        metricContractsRefreshed: new Counter({ name: 'refreshed', help: 'h', registers }),
+        metricContractsPending: new Gauge({ name: 'pending', help: 'h', registers }),
+        metricRefreshSeconds: new Histogram({ name: 'seconds', help: 'h', registers }),
+      };
+      const refresher = startMetricRefresher({ pool, schema, intervalMs: 50, metrics, log });
+      try {
+        await waitFor(async () => (await pool.query(`SELECT 1 FROM ${quoteIdent(schema)}.metric_contracts_dirty LIMIT 1`)).rows.length === 0, { timeoutMs: 20_000, what: 'the list emptied' });
+        await waitFor(async () => (await metrics.metricContractsRefreshed.get()).values[0]?.value === 5, { timeoutMs: 5_000, what: 'five contracts counted' });
+      } finally {
+        await refresher.stop();
+      }
+      expect((await metrics.metricContractsPending.get()).values[0]?.value).toBe(0);
+      // Stopped: what is appended now stays listed.
+      await appendVersions(pool, schema, [{ ...contractHistories(4243, 1)[0]![0]!, id: 'after-stop' }]);
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await pool.query(`SELECT DISTINCT contract_id FROM ${quoteIdent(schema)}.metric_contracts_dirty`)).rows).toEqual([{ contract_id: 'after-stop' }]);
     });
   });
 });
