@@ -48,14 +48,14 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
   // What the file keeps at write time: the trigger that lists the contracts to refresh, its
   // function, and the tables (metric_*: the kept rows and the list), filled again when the file is
   // applied.
-  await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(MARK_TRIGGER)} ON ${quoteIdent(schema)}.version_facts`);
+  await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(MARK_TRIGGER)} ON ${quoteIdent(schema)}.resource_versions`);
   await client.query(`DROP FUNCTION IF EXISTS ${quoteIdent(schema)}.metric_mark_contracts()`);
   const { rows: tables } = await client.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'metric\\_%'`, [schema]);
   if (tables.length > 0) await client.query(`DROP TABLE ${tables.map((t) => `${quoteIdent(schema)}.${quoteIdent(t.name)}`).join(', ')}`);
 }
 
-/** The trigger on version_facts that lists the contracts whose kept metric rows are to be computed again (warehouse/metric-views.sql). */
-export const MARK_TRIGGER = 'version_facts_mark_metric_contracts';
+/** The trigger on resource_versions that lists the contracts whose kept metric rows are to be computed again (warehouse/metric-views.sql). */
+export const MARK_TRIGGER = 'resource_versions_mark_metric_contracts';
 
 /**
  * Creates the metric views from the file inside the caller's transaction (search_path set to
