@@ -631,6 +631,18 @@ WITH events AS MATERIALIZED (
          COALESCE(count(*) FILTER (WHERE e.event = 'PaymentEscalationReset')
                     OVER (PARTITION BY e.contract_id ORDER BY e.received_at, e.event_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS episode_no
     FROM events e
+), resets AS (
+  -- Each episode's first reset received (episode_no: the resets received before it).
+  SELECT DISTINCT ON (n.contract_id, n.episode_no) n.contract_id, n.episode_no, n.event_id, n.received_at
+    FROM numbered n
+   WHERE n.event = 'PaymentEscalationReset'
+   ORDER BY n.contract_id, n.episode_no, n.received_at, n.event_id
+), step_days AS (
+  -- The latest day a step of each episode ran (DueDate + TriggerDays), as numbered by receipt.
+  SELECT n.contract_id, n.episode_no, max(n.due_date + n.trigger_days * interval '1 day') AS last_step_day
+    FROM numbered n
+   WHERE n.event = 'PaymentEscalated'
+   GROUP BY n.contract_id, n.episode_no
 ), placed AS (
   -- A step received after a reset, whose contract read shows nothing owed, belongs to the
   -- episode that reset closed: a step runs only while a position is overdue (spec 6.2), so it
@@ -644,17 +656,15 @@ WITH events AS MATERIALIZED (
   SELECT n.*,
          CASE WHEN n.event = 'PaymentEscalated' AND n.episode_no > 0
                    AND (wh_as_numeric(v.fields -> 'balance') >= 0
-                        OR n.due_date + n.trigger_days * interval '1 day'
-                           <= (SELECT max(p.due_date + p.trigger_days * interval '1 day') FROM numbered p
-                                WHERE p.contract_id = n.contract_id AND p.event = 'PaymentEscalated' AND p.episode_no = n.episode_no - 1))
+                        OR n.due_date + n.trigger_days * interval '1 day' <= d.last_step_day)
               THEN n.episode_no - 1 ELSE n.episode_no END AS placed_no
     FROM numbered n
+    -- The episode before, by key (joins, not a scan of every event per event).
+    LEFT JOIN step_days d ON n.event = 'PaymentEscalated' AND d.contract_id = n.contract_id AND d.episode_no = n.episode_no - 1
+    LEFT JOIN resets r ON n.event = 'PaymentEscalated' AND r.contract_id = n.contract_id AND r.episode_no = n.episode_no - 1
     LEFT JOIN LATERAL (
       SELECT f.fields
-        FROM (SELECT prev.received_at AS reset_at
-                FROM numbered prev
-               WHERE prev.contract_id = n.contract_id AND prev.event = 'PaymentEscalationReset' AND prev.episode_no = n.episode_no - 1
-               ORDER BY prev.received_at, prev.event_id LIMIT 1) r
+        FROM (SELECT r.received_at AS reset_at) rr
         CROSS JOIN LATERAL (
           SELECT x.version
             FROM (SELECT v.version, v.source_event_ids,
@@ -663,13 +673,13 @@ WITH events AS MATERIALIZED (
                               ELSE v.fetched_at END AS read_for
                     FROM resource_versions v
                    WHERE v.resource_type = 'Contract' AND v.resource_id = n.contract_id AND NOT v.deleted) x
-           WHERE n.event_id = ANY (x.source_event_ids) OR x.read_for BETWEEN r.reset_at AND n.received_at
+           WHERE n.event_id = ANY (x.source_event_ids) OR x.read_for BETWEEN rr.reset_at AND n.received_at
            ORDER BY n.event_id = ANY (x.source_event_ids) DESC,
                     CASE WHEN n.event_id = ANY (x.source_event_ids) THEN x.version END,
                     x.version DESC
            LIMIT 1) c
         JOIN version_facts f ON f.resource_type = 'Contract' AND f.resource_id = n.contract_id AND f.version = c.version) v
-      ON n.event = 'PaymentEscalated' AND n.episode_no > 0
+      ON n.event = 'PaymentEscalated' AND n.episode_no > 0 AND r.contract_id IS NOT NULL
 ), steps AS (
   SELECT DISTINCT ON (n.contract_id, n.placed_no, n.trigger_days, n.due_date) n.event_id, n.event, n.received_at, n.contract_id, n.customer_id, n.trigger_days, n.due_date,
          n.placed_no AS episode_no,
@@ -690,11 +700,6 @@ WITH events AS MATERIALIZED (
          array_agg(s.event_id) AS step_event_ids
     FROM steps s
    GROUP BY s.contract_id, s.episode_no
-), resets AS (
-  SELECT DISTINCT ON (n.contract_id, n.episode_no) n.contract_id, n.episode_no, n.event_id, n.received_at
-    FROM numbered n
-   WHERE n.event = 'PaymentEscalationReset'
-   ORDER BY n.contract_id, n.episode_no, n.received_at, n.event_id
 ), paired AS (
   -- An episode's reset: the first one received after its steps, else a reset received while no
   -- episode of the contract was open (none has steps numbered before it) just before the
@@ -794,13 +799,15 @@ WITH dunnings AS MATERIALIZED (
 ), escalations AS MATERIALIZED (
   SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
 ), placed AS (
-  SELECT d.*, COALESCE(z.episode_id, d.dunning_id) AS episode_id, z.ended_at, z.outcome
+  -- The latest escalation episode of the contract begun by the time the service told of the
+  -- dunning and not reset by then: a join on the contract, then the latest per dunning (a
+  -- lookup per dunning would scan every episode each time).
+  SELECT DISTINCT ON (d.dunning_id) d.*, COALESCE(z.episode_id, d.dunning_id) AS episode_id, z.ended_at, z.outcome
     FROM dunnings d
-    LEFT JOIN LATERAL (SELECT z.episode_id, z.ended_at, z.outcome FROM escalations z
-                        WHERE z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
-                          AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
-                        ORDER BY z.first_received_at DESC LIMIT 1) z ON true
+    LEFT JOIN escalations z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                           AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
    WHERE COALESCE(d.document_date, d.notified_at) <= now()
+   ORDER BY d.dunning_id, z.first_received_at DESC NULLS LAST
 ), levels AS MATERIALIZED (
   -- A JSON number is an integer exactly when it has no decimals and is in range, which takes no
   -- text parsing; other values are cast as the typed columns cast them (wh_as_integer).
