@@ -7,7 +7,10 @@
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
 //    five versions per resource (1 to 9), one version in ten with camelCase keys, 2 % of
-//    resources deleted, two years and nine months of valid_from; then ANALYZE. The derived
+//    resources deleted, two years and nine months of valid_from; contract phases with their
+//    variant and quantity, customers under the ids the contracts name, the catalog's 24 plan
+//    variants with their price changes, fx_rates and escalation webhooks (generateCatalogAndReference);
+//    then ANALYZE. The derived
 //    tables (version_facts, current_facts, contract_state_days) are filled afterwards in one
 //    set-based pass per type with the triggers' own expressions, about three times faster than
 //    the triggers' per-statement work at this volume; --through-triggers generates through the
@@ -94,7 +97,7 @@ const START = '2025-01-01T00:00:00Z';
  * spells its keys in camelCase, as the service may (spec 9.3).
  */
 const VARYING = [
-  ['Id', `'r-' || r`],
+  ['Id', 'id'],
   ['CustomerId', 'cust'],
   ['ContractId', `'r-' || (r - r % 8)`],
   ['PlanId', `'plan-' || ((r + v / 3) % 12)`],
@@ -105,10 +108,19 @@ const VARYING = [
                    ELSE to_jsonb((ARRAY['InProgress', 'Completed', 'PaymentPending', 'Failed'])[1 + (r + v) % 4]) END`],
   ['StatusTimestamp', 'at'],
   ['StartDate', 'created'],
+  // Each paying phase names its variant and quantity (the MRR views price them); one contract in
+  // five changes variant and quantity two months in, from its third version on.
   ['Phases', `CASE WHEN r % 3 = 0
-                   THEN jsonb_build_array(jsonb_build_object('Type', 'Trial', 'StartDate', created, 'PlanId', 'plan-' || (r % 12)),
-                                          jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '14 days', 'PlanId', 'plan-' || ((r + v / 3) % 12)))
-                   ELSE jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created, 'PlanId', 'plan-' || ((r + v / 3) % 12))) END
+                   THEN jsonb_build_array(jsonb_build_object('Type', 'Trial', 'StartDate', created, 'PlanId', 'plan-' || (r % 12),
+                                                             'PlanVariantId', 'variant-' || (r % 12) || '-' || (r % 2), 'Quantity', 1 + r % 3),
+                                          jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '14 days', 'PlanId', 'plan-' || ((r + v / 3) % 12),
+                                                             'PlanVariantId', 'variant-' || ((r + v / 3) % 12) || '-' || (r % 2), 'Quantity', 1 + r % 3))
+                   ELSE jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created, 'PlanId', 'plan-' || ((r + v / 3) % 12),
+                                                             'PlanVariantId', 'variant-' || ((r + v / 3) % 12) || '-' || (r % 2), 'Quantity', 1 + r % 3)) END
+              || CASE WHEN r % 5 = 1 AND v >= 3
+                      THEN jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '60 days', 'PlanId', 'plan-' || ((r + v / 3 + 1) % 12),
+                                                                'PlanVariantId', 'variant-' || ((r + v / 3 + 1) % 12) || '-' || (r % 2), 'Quantity', 1 + (r + 1) % 3))
+                      ELSE '[]'::jsonb END
               || CASE WHEN v = nv AND r % 32 = 0 THEN jsonb_build_array(jsonb_build_object('Type', 'Inactive', 'StartDate', at + interval '30 days')) ELSE '[]'::jsonb END`],
   ['CurrentPhase', `jsonb_build_object('Type', CASE WHEN v = 1 AND r % 3 = 0 THEN 'Trial' ELSE 'Normal' END, 'StartDate', created)`],
   ['DocumentDate', `to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`],
@@ -127,7 +139,22 @@ const VARYING = [
 ];
 const camel = (k) => k.charAt(0).toLowerCase() + k.slice(1);
 const varying = (name) => `jsonb_build_object(${VARYING.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')})`;
-const BODY_SQL = `(CASE WHEN (r + v) % 10 = 0 THEN tpl.camel || ${varying(camel)} ELSE tpl.pascal || ${varying((k) => k)} END)`;
+/** A customer's own fields, which the customer search and customer_overview read (ExternalCustomerId replaces the template's). */
+const CUSTOMER = [
+  ['CompanyName', `CASE WHEN r % 3 = 0 THEN 'Firma ' || (r / 8) || ' GmbH' END`],
+  ['FirstName', `(ARRAY['Anna', 'Ben', 'Clara', 'David', 'Eva', 'Felix', 'Greta', 'Hugo'])[1 + (r / 8) % 8]`],
+  ['LastName', `'Kunde' || (r / 8)`],
+  ['EmailAddress', `'kunde' || (r / 8) || '@example.com'`],
+  ['ExternalCustomerId', `'CRM-' || (100000 + r / 8)`],
+];
+const customer = (name) => `CASE WHEN type = 'Customer' THEN jsonb_build_object(${CUSTOMER.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')}) ELSE '{}'::jsonb END`;
+const BODY_SQL = `(CASE WHEN (r + v) % 10 = 0 THEN tpl.camel || ${varying(camel)} || ${customer(camel)} ELSE tpl.pascal || ${varying((k) => k)} || ${customer((k) => k)} END)`;
+/**
+ * A resource's id: a customer's is 'cust-<r / 8>', the ids the contracts' CustomerId name (their
+ * 'cust-' ids are below R / 16 + 1, the customers' run to R / 8), so every contract's customer
+ * is a loaded Customer; every other resource's 'r-<r>'.
+ */
+const ID_SQL = `CASE WHEN type = 'Customer' THEN 'cust-' || (r / 8) ELSE 'r-' || r END`;
 
 /** 64 templates of the fields that do not vary, in both spellings. */
 async function createTemplates(target) {
@@ -152,7 +179,7 @@ const TRIGGERS = ['resource_versions_append_version_facts'];
 
 /** The derived tables of a history written with their trigger off: migrations 0005's, 0010's and 0012's fills, with the trigger's field extraction. */
 async function fillDerivedTables() {
-  for (const type of TYPES) {
+  for (const type of [...TYPES, 'PlanVariant']) {
     await pool.query(
       `INSERT INTO ${S}.version_facts (resource_type, resource_id, version, valid_from, valid_to, deleted, fields)
        SELECT a.resource_type, a.resource_id, a.version, a.fetched_at,
@@ -175,6 +202,55 @@ async function fillDerivedTables() {
   say('filled contract_state_days');
 }
 
+/** The plan variants the contracts' phases name: 'variant-<plan>-<0|1>', the second of a plan billed yearly at ten months' fee. */
+const VARIANT_BODY = `jsonb_build_object('Id', 'variant-' || p || '-' || k, 'PlanId', 'plan-' || p,
+  'InternalName', 'Plan ' || p || CASE WHEN k = 0 THEN ' monthly' ELSE ' yearly' END,
+  'RecurringFee', round((9 + p * 5) * CASE WHEN k = 0 THEN 1 ELSE 10 END * (1 + 0.08 * (v - 1))::numeric, 2), 'SetupFee', 0,
+  'FeePeriod', jsonb_build_object('Unit', CASE WHEN k = 0 THEN 'Month' ELSE 'Year' END, 'Quantity', 1),
+  'BillingPeriod', jsonb_build_object('Unit', CASE WHEN k = 0 THEN 'Month' ELSE 'Year' END, 'Quantity', 1))`;
+
+/**
+ * What the MRR views and the escalation episodes read besides the eight types: the catalog (24
+ * plan variants, 1 to 3 versions each, a price raised by 8 % every 200 days: the first version
+ * read at the start, so in force for all time before), exchange rates into EUR (fx_rates, two
+ * per currency), and escalation webhooks (webhook_events): for one contract in five a
+ * PaymentEscalated per step (1 to 3, TriggerDays 7, 14, 21 after a DueDate a month after the
+ * contract's start), then a PaymentEscalationReset 40 days after the DueDate; one in ten of
+ * those contracts escalates again 180 days later, and one in fifteen leaves its last episode open.
+ */
+async function generateCatalogAndReference() {
+  await pool.query(
+    `INSERT INTO ${S}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
+     SELECT 'PlanVariant', 'variant-' || p || '-' || k, v, $1::timestamptz + (v - 1) * interval '200 days', false, b.body, md5(b.body::text), '{}', '{}', NULL, 0, v
+       FROM generate_series(0, 11) AS p CROSS JOIN generate_series(0, 1) AS k
+       CROSS JOIN LATERAL generate_series(1, 1 + (p * 2 + k) % 3) AS v
+       CROSS JOIN LATERAL (SELECT ${VARIANT_BODY} AS body) b`,
+    [START],
+  );
+  await pool.query(`INSERT INTO ${S}.fx_rates (currency, valid_from, rate_to_reporting)
+    VALUES ('EUR', '2024-01-01', 1), ('EUR', '2026-01-01', 1), ('CHF', '2024-01-01', 1.04), ('CHF', '2026-01-01', 1.07), ('USD', '2024-01-01', 0.93), ('USD', '2026-01-01', 0.86)`);
+  await pool.query(
+    `INSERT INTO ${S}.webhook_events (event_id, event, received_at, payload)
+     SELECT gen_random_uuid(), x.event, x.received_at, x.payload
+       FROM generate_series(0, $2::int - 1, 8) AS r
+       CROSS JOIN LATERAL (SELECT 'r-' || r AS contract_id, 'cust-' || ((r::bigint * 7919) % ($2::int / 16 + 1)) AS cust,
+                                  $1::timestamptz + (r::float8 / $2::int) * interval '730 days' + interval '31 days' AS first_due) c
+       CROSS JOIN LATERAL generate_series(0, CASE WHEN (r / 8) % 10 = 0 THEN 1 ELSE 0 END) AS e
+       CROSS JOIN LATERAL (SELECT c.first_due + e * interval '180 days' AS due, e = CASE WHEN (r / 8) % 10 = 0 THEN 1 ELSE 0 END AS last) ep
+       CROSS JOIN LATERAL (
+         SELECT 'PaymentEscalated' AS event, ep.due + (7 * s) * interval '1 day' + (r % 3600) * interval '1 second' AS received_at,
+                jsonb_build_object('ContractId', c.contract_id, 'CustomerId', c.cust, 'TriggerDays', 7 * s, 'DueDate', ep.due, 'PaymentProvider', 'Stripe') AS payload
+           FROM generate_series(1, 1 + (r / 8) % 3) AS s
+         UNION ALL
+         SELECT 'PaymentEscalationReset', ep.due + interval '40 days' + (r % 3600) * interval '1 second', jsonb_build_object('ContractId', c.contract_id, 'CustomerId', c.cust)
+          WHERE NOT (ep.last AND (r / 8) % 15 = 0)) x
+      WHERE (r / 8) % 5 = 0`,
+    [START, R],
+  );
+  await pool.query(`ANALYZE ${S}.webhook_events`);
+  say('generated the catalog, fx_rates and escalation webhooks');
+}
+
 async function generate() {
   await migrate(pool, { schema, log });
   await createTemplates(S);
@@ -186,12 +262,13 @@ async function generate() {
     const b = Math.min(R, a + chunk);
     await pool.query(
       `INSERT INTO ${S}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
-       SELECT type, 'r-' || r, v, at, del, CASE WHEN del THEN NULL ELSE body END, md5(coalesce(body::text, 'deleted')), '{}', '{}',
+       SELECT type, ids.id, v, at, del, CASE WHEN del THEN NULL ELSE body END, md5(coalesce(body::text, 'deleted')), '{}', '{}',
               CASE WHEN type = 'Contract' THEN cust END, 0, r::bigint * 10 + v
          FROM generate_series($1::int, $2::int - 1) AS r
          CROSS JOIN LATERAL (SELECT ($3::text[])[1 + r % 8] AS type, 1 + (r * 7) % 9 AS nv,
                                     'cust-' || ((r::bigint * 7919) % ($4::int / 16 + 1)) AS cust,
                                     $5::timestamptz + (r::float8 / $4::int) * interval '730 days' AS created) t
+         CROSS JOIN LATERAL (SELECT ${ID_SQL} AS id) ids
          CROSS JOIN LATERAL generate_series(1, t.nv) AS v
          CROSS JOIN LATERAL (SELECT created + (v - 1) * interval '29 days' + ((r * 13 + v * 7) % 86400) * interval '1 second' AS at,
                                     (r % 50 = 0 AND v = nv AND v > 1) AS del) d
@@ -201,6 +278,7 @@ async function generate() {
     );
     if ((a / chunk) % 10 === 0) say(`generated resources ${b}/${R}`);
   }
+  await generateCatalogAndReference();
   if (!throughTriggers) {
     await fillDerivedTables();
     await pool.query(`ALTER TABLE ${S}.resource_versions ${TRIGGERS.map((t) => `ENABLE TRIGGER ${t}`).join(', ')}`);
@@ -361,7 +439,7 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
   const resources = Math.ceil(M / 4);
   const { rows: bodies } = await pool.query(
     `SELECT r, ${BODY_SQL}::text AS body FROM generate_series(0, 63) AS r JOIN ${S}.bench_templates tpl ON tpl.i = r,
-            LATERAL (SELECT 'Contract' AS type, 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
+            LATERAL (SELECT 'Contract' AS type, 's-' || r AS id, 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
   );
   const record = (i) => {
     const r = i % resources;
