@@ -2,7 +2,7 @@
 // Analyst layer benchmark. Not a test: it measures and prints, and asserts nothing about time
 // (it stops only when two forms of one answer disagree).
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
@@ -28,6 +28,8 @@
 //    SQL of one request, possibly several statements, without HTTP), median of --runs runs, and
 //    the whole first load as the page sends it (the range, then the six chart requests at once).
 //    --metrics-only skips 2 and 3.
+// --generate-only generates, keeps the warehouse, prints its schema and stops: a later run times it
+// with --reuse <schema> (a generation of 10,000,000 versions takes hours on a shared machine).
 // DATABASE_URL etc. from the environment (the local stack by default); private schemas and
 // topics, dropped at the end unless --keep.
 import { createHash, randomBytes } from 'node:crypto';
@@ -61,12 +63,16 @@ const { values: args } = parseArgs({
     'metrics-only': { type: 'boolean', default: false },
     reuse: { type: 'string' },
     'through-triggers': { type: 'boolean', default: false },
+    'generate-only': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.versions);
 const RUNS = Number(args.runs);
 const OLD_RUNS = Number(args['old-runs']);
 const M = Number(args['sink-records']);
+if (args['generate-only'] && args.reuse) throw new Error('--generate-only makes a new warehouse: leave out --reuse');
+// What --generate-only generates is kept for a later --reuse.
+const KEEP = args.keep || args['generate-only'];
 const TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'];
 const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
@@ -539,6 +545,12 @@ try {
   say(`${args.reuse ? 'reusing the generated warehouse' : `${N} versions over ${R} resources`}; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
   const generated = args.reuse ? await reuse() : await generate();
   say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
+  if (args['generate-only']) {
+    console.log(JSON.stringify({ date: new Date().toISOString(), schema, versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000) }, null, 2));
+    say(`kept schema ${schema} (${Math.round(performance.now() / 1000)} s since start, VACUUM ANALYZE included): time it with --reuse ${schema}`);
+    await pool.end();
+    process.exit(0);
+  }
   if (!args['metrics-only']) await createOldViews();
   const { rows: picks } = await pool.query(
     `SELECT (SELECT resource_id FROM ${S}.resource_heads WHERE resource_type = 'Contract' AND version = 5 LIMIT 1) AS one,
@@ -602,6 +614,6 @@ try {
 } finally {
   // A reused warehouse is the caller's: it stays, as it was left by the run that kept it.
   const made = args.reuse ? [oldSchema, sinkSchema, copySchema, noFactsSchema] : [schema, oldSchema, sinkSchema, copySchema, noFactsSchema];
-  if (!args.keep) for (const s of made) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
+  if (!KEEP) for (const s of made) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
   await pool.end();
 }
