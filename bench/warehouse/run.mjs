@@ -22,11 +22,12 @@
 // 3. loads M snapshot records (default 200,000; 0 skips) through the real sink (Kafka, registry,
 //    startSink) into another fresh warehouse, and the same rows with plain COPY into a table
 //    with the same columns and indexes and no trigger, timing only the COPYs;
-// 4. times a SELECT of each metric view, whole and as a dashboard reads it (a 90-day range, the
-//    open episodes, the last hour), each the median of --runs runs; then each request of the
-//    dashboard page as it first loads (the whole range; the data layer the server calls, so the
-//    SQL of one request, possibly several statements, without HTTP), median of --runs runs, and
-//    the whole first load as the page sends it (the range, then the six chart requests at once).
+// 4. times each public metric view whole (every row fetched) and as the dashboard or an analyst
+//    reads it, contract_state_on / customer_state_on for yesterday and contract_state_on at 12
+//    month-ends, every dashboard request through the data layer the server calls (the SQL of one
+//    request, possibly several statements, without HTTP), and the whole first load as the page
+//    sends it (the range, the currencies, then seven requests at once); each the median of
+//    --runs runs, once when a run takes longer than --long-ms (default 60,000): metric-timings.mjs.
 //    --metrics-only skips 2 and 3.
 // --generate-only generates, keeps the warehouse, prints its schema and stops: a later run times it
 // with --reuse <schema> (a generation of 10,000,000 versions takes hours on a shared machine).
@@ -50,8 +51,7 @@ import { createRegistry } from '../../dist/registry/registry.js';
 import { snapshotLine } from '../../dist/sink/batch-writer.js';
 import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
 import { copyFrom } from '../../dist/warehouse/copy-from.js';
-import { createAnalystPool } from '../../dist/dashboard/analyst-pool.js';
-import { createDashboardData } from '../../dist/dashboard/dashboard-data.js';
+import { timeMetrics } from './metric-timings.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -64,12 +64,14 @@ const { values: args } = parseArgs({
     reuse: { type: 'string' },
     'through-triggers': { type: 'boolean', default: false },
     'generate-only': { type: 'boolean', default: false },
+    'long-ms': { type: 'string', default: '60000' },
   },
 });
 const N = Number(args.versions);
 const RUNS = Number(args.runs);
 const OLD_RUNS = Number(args['old-runs']);
 const M = Number(args['sink-records']);
+const LONG_MS = Number(args['long-ms']);
 if (args['generate-only'] && args.reuse) throw new Error('--generate-only makes a new warehouse: leave out --reuse');
 // What --generate-only generates is kept for a later --reuse.
 const KEEP = args.keep || args['generate-only'];
@@ -385,26 +387,6 @@ function queries(one, customer) {
   ];
 }
 
-const RANGE = ['2026-01-01', '2026-04-01'];
-function metricQueries() {
-  const q = (name, sql, params = []) => ({ name, sql: [sql, params] });
-  return [
-    q('contract_daily', `SELECT * FROM ${S}.contract_daily`),
-    q('contract_daily, 90 days', `SELECT * FROM ${S}.contract_daily WHERE day >= $1 AND day < $2`, RANGE),
-    q('subscription_movements', `SELECT day, movement, contracts FROM ${S}.subscription_movements`),
-    q('subscription_movements, 90 days', `SELECT * FROM ${S}.subscription_movements WHERE day >= $1 AND day < $2`, RANGE),
-    q('trial_cohorts', `SELECT * FROM ${S}.trial_cohorts`),
-    q('dunning_episodes', `SELECT * FROM ${S}.dunning_episodes`),
-    q('dunning_episodes, open', `SELECT * FROM ${S}.dunning_episodes WHERE outcome = 'open'`),
-    q('payment_escalation_episodes', `SELECT * FROM ${S}.payment_escalation_episodes`),
-    q('payment_escalation_episodes, open', `SELECT * FROM ${S}.payment_escalation_episodes WHERE outcome = 'open'`),
-    q('payment_outcomes', `SELECT * FROM ${S}.payment_outcomes`),
-    q('payment_outcomes, 90 days', `SELECT * FROM ${S}.payment_outcomes WHERE day >= $1 AND day < $2`, RANGE),
-    q('pipeline_health', `SELECT * FROM ${S}.pipeline_health`),
-    q('pipeline_health, last hour', `SELECT * FROM ${S}.pipeline_health WHERE minute >= now() - interval '1 hour'`),
-  ];
-}
-
 async function time([sql, params], runs) {
   const times = [];
   let rows = 0;
@@ -569,48 +551,10 @@ try {
     results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined, fromBodiesMs: bodies?.ms, fromBodiesRows: bodies?.rows, fromAsOfMs: asOf?.ms });
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)${asOf ? `; from contract_as_of ${asOf.ms} ms (same rows)` : ''}${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}${bodies ? `; typed columns from the bodies ${bodies.ms} ms (${bodies.rows} rows)` : ''}`);
   }
-  const metricResults = [];
-  for (const q of metricQueries()) {
-    const now = await time(q.sql, RUNS);
-    metricResults.push({ query: q.name, ms: now.ms, rows: now.rows });
-    say(`${q.name}: ${now.ms} ms (${now.rows} rows)`);
-  }
-  const dashboardResults = [];
-  // Through the dashboard's own sessions: the analyst role, read-only, its work_mem.
-  const dashboardPool = createAnalystPool({ databaseUrl: config.databaseUrl, log });
-  const dashboard = createDashboardData(dashboardPool, schema);
-  const timeCall = async (name, call) => {
-    const times = [];
-    for (let i = 0; i < RUNS; i++) {
-      const t = performance.now();
-      await call();
-      times.push(performance.now() - t);
-    }
-    times.sort((a, b) => a - b);
-    const ms = +times[Math.floor(times.length / 2)].toFixed(1);
-    dashboardResults.push({ request: name, ms });
-    say(`dashboard ${name}: ${ms} ms`);
-  };
-  await timeCall('/api/range', () => dashboard.range());
-  const whole = await dashboard.range();
-  if (whole) {
-    await timeCall('/api/contract-daily', () => dashboard.contractDaily(whole));
-    await timeCall('/api/movements', () => dashboard.movements(whole));
-    await timeCall('/api/trial-cohorts', () => dashboard.trialCohorts(whole));
-    await timeCall('/api/episodes', () => dashboard.episodes(whole));
-    await timeCall('/api/payments', () => dashboard.payments(whole));
-  }
-  await timeCall('/api/pipeline-health', () => dashboard.pipelineHealth());
-  // The page's first load as the page sends it: the range, then the six charts' requests at once.
-  await timeCall('first load (range, then six requests at once)', async () => {
-    const range = await dashboard.range();
-    if (range) await Promise.all([dashboard.contractDaily(range), dashboard.movements(range), dashboard.trialCohorts(range), dashboard.episodes(range), dashboard.payments(range), dashboard.pipelineHealth()]);
-  });
-  if (picks[0].one) await timeCall('/api/timeline (one contract)', () => dashboard.timeline(picks[0].one));
-  await dashboardPool.end();
+  const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, log, say });
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
-  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, dashboard: dashboardResults, sink }, null, 2));
+  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metrics, sink }, null, 2));
 } finally {
   // A reused warehouse is the caller's: it stays, as it was left by the run that kept it.
   const made = args.reuse ? [oldSchema, sinkSchema, copySchema, noFactsSchema] : [schema, oldSchema, sinkSchema, copySchema, noFactsSchema];
