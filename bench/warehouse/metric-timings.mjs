@@ -2,7 +2,7 @@
 // bench/warehouse/run.mjs (docs/BENCHMARKS.md, "Metric views"). Not a test: it measures and
 // prints, and asserts nothing about time.
 import { performance } from 'node:perf_hooks';
-import { quoteIdent } from '../../dist/db/pool.js';
+import { createPool, quoteIdent } from '../../dist/db/pool.js';
 import { createAnalystPool } from '../../dist/dashboard/analyst-pool.js';
 import { searchCustomers } from '../../dist/dashboard/customer-search.js';
 import { createDashboardData } from '../../dist/dashboard/dashboard-data.js';
@@ -19,19 +19,37 @@ const median = (times) => {
 
 /**
  * Runs `call` up to `runs` times and gives the median; a call that took longer than `longMs`
- * is not repeated (at 10,000,000 versions a slow view would otherwise take the hour).
+ * is not repeated (at 10,000,000 versions a slow view would otherwise take the hour). A call the
+ * server cancelled at its statement_timeout (--timeout-s) gives no time: `timedOut`.
  */
 async function repeat(call, runs, longMs) {
   const times = [];
   let last;
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
-    last = await call();
+    try {
+      last = await call();
+    } catch (err) {
+      // 57014 query_canceled: the statement_timeout this benchmark set, not a failure of the view.
+      if (err?.code === '57014') return { ms: null, runs: times.length + 1, last: undefined, timedOut: true };
+      throw err;
+    }
     times.push(performance.now() - t);
     if (times.at(-1) > longMs) break;
   }
   return { ms: median(times), runs: times.length, last };
 }
+
+/** `databaseUrl` whose sessions cancel a statement after `timeoutS` seconds (0: never). */
+function withTimeout(databaseUrl, timeoutS) {
+  if (!(timeoutS > 0)) return databaseUrl;
+  const url = new URL(databaseUrl);
+  url.searchParams.set('options', [url.searchParams.get('options'), `-c statement_timeout=${Math.round(timeoutS * 1000)}`].filter(Boolean).join(' '));
+  return url.toString();
+}
+
+/** How a timing reads in the progress lines. */
+const shown = (r, runs, what) => (r.timedOut ? 'cancelled at --timeout-s' : `${r.ms} ms (${what}${r.runs < runs ? `, ${r.runs} run` : ''})`);
 
 /**
  * Every row of a SELECT, computed, serialized and sent to the client as `COPY (...) TO STDOUT`
@@ -108,77 +126,84 @@ async function picks(pool, S) {
  * sessions and work_mem), then the first load as dashboard/dashboard.js sends it. Each the
  * median of `runs`, unless a run took longer than `longMs`.
  */
-export async function timeMetrics({ pool, databaseUrl, schema, runs, longMs, log, say }) {
+export async function timeMetrics({ pool, databaseUrl, schema, runs, longMs, timeoutS, log, say }) {
   const S = quoteIdent(schema);
   const p = await picks(pool, S);
-  const views = [];
-  for (const view of METRIC_VIEWS) {
-    const r = await repeat(() => fetchAll(pool, `SELECT * FROM ${S}.${quoteIdent(view)}`), runs, longMs);
-    views.push({ query: view, form: 'whole', ms: r.ms, rows: r.last, runs: r.runs });
-    say(`${view}: ${r.ms} ms (${r.last} rows fetched${r.runs < runs ? `, ${r.runs} run` : ''})`);
-  }
-  for (const q of viewForms(S, p)) {
-    const r = await repeat(() => pool.query(q.sql, q.params), runs, longMs);
-    views.push({ query: q.name, form: 'read', ms: r.ms, rows: r.last.rowCount, runs: r.runs });
-    say(`${q.name}: ${r.ms} ms (${r.last.rowCount} rows${r.runs < runs ? `, ${r.runs} run` : ''})`);
-  }
-  const functions = [];
-  for (const f of stateFunctions(S, p)) {
-    const r = await repeat(async () => (f.whole ? fetchAll(pool, f.sql) : Number((await pool.query(f.sql)).rows[0].count)), runs, longMs);
-    functions.push({ query: f.name, ms: r.ms, [f.whole ? 'rows' : 'count']: r.last, runs: r.runs });
-    say(`${f.name}: ${r.ms} ms (${f.whole ? `${r.last} rows fetched` : `count ${r.last}`}${r.runs < runs ? `, ${r.runs} run` : ''})`);
-  }
-
+  // The views' own sessions: the owner's, as an analyst querying the warehouse, with the timeout.
+  const viewsPool = createPool({ databaseUrl: withTimeout(databaseUrl, timeoutS), applicationName: 'bench-warehouse metrics', log, max: 2 });
   // Through the dashboard's own sessions: the analyst role, read-only, its work_mem, its pool.
-  const dashboardPool = createAnalystPool({ databaseUrl, log });
+  const dashboardPool = createAnalystPool({ databaseUrl: withTimeout(databaseUrl, timeoutS), log });
+  const views = [];
+  const functions = [];
+  const requests = [];
+  try {
+    for (const view of METRIC_VIEWS) {
+      const r = await repeat(() => fetchAll(viewsPool, `SELECT * FROM ${S}.${quoteIdent(view)}`), runs, longMs);
+      views.push({ query: view, form: 'whole', ms: r.ms, rows: r.last, runs: r.runs, timedOut: r.timedOut });
+      say(`${view}: ${shown(r, runs, `${r.last} rows fetched`)}`);
+    }
+    for (const q of viewForms(S, p)) {
+      const r = await repeat(() => viewsPool.query(q.sql, q.params), runs, longMs);
+      views.push({ query: q.name, form: 'read', ms: r.ms, rows: r.last?.rowCount, runs: r.runs, timedOut: r.timedOut });
+      say(`${q.name}: ${shown(r, runs, `${r.last?.rowCount} rows`)}`);
+    }
+    for (const f of stateFunctions(S, p)) {
+      const r = await repeat(async () => (f.whole ? fetchAll(viewsPool, f.sql) : Number((await viewsPool.query(f.sql)).rows[0].count)), runs, longMs);
+      functions.push({ query: f.name, ms: r.ms, [f.whole ? 'rows' : 'count']: r.last, runs: r.runs, timedOut: r.timedOut });
+      say(`${f.name}: ${shown(r, runs, f.whole ? `${r.last} rows fetched` : `count ${r.last}`)}`);
+    }
+    await timeRequests({ dashboardPool, schema, p, runs, longMs, requests, say });
+  } finally {
+    await viewsPool.end();
+    await dashboardPool.end();
+  }
+  return { picks: { contract: p.contract, customer: p.customer, currency: p.currency, day: p.day }, timeoutS: timeoutS > 0 ? timeoutS : undefined, views, functions, requests };
+}
+
+/** Every dashboard request, then the first load, into `requests`. */
+async function timeRequests({ dashboardPool, schema, p, runs, longMs, requests, say }) {
   const data = createDashboardData(dashboardPool, schema);
   const revenue = createRevenueData(dashboardPool, schema);
-  const requests = [];
   const request = async (name, call) => {
     const r = await repeat(call, runs, longMs);
     const bytes = r.last === undefined ? 0 : JSON.stringify(r.last).length;
-    requests.push({ request: name, ms: r.ms, bytes, runs: r.runs });
-    say(`dashboard ${name}: ${r.ms} ms (${bytes} bytes of JSON${r.runs < runs ? `, ${r.runs} run` : ''})`);
+    requests.push({ request: name, ms: r.ms, bytes, runs: r.runs, timedOut: r.timedOut });
+    say(`dashboard ${name}: ${shown(r, runs, `${bytes} bytes of JSON`)}`);
     return r.last;
   };
-  try {
-    const whole = await request('/api/range', () => data.range());
-    const currencies = await request('/api/currencies', () => revenue.currencies());
-    if (whole) {
-      if (currencies.reporting) await request('/api/revenue (reporting currency)', () => revenue.revenue(whole, null));
-      if (currencies.currencies.length > 0) await request(`/api/revenue (${currencies.currencies[0]})`, () => revenue.revenue(whole, currencies.currencies[0]));
-      await request('/api/contract-daily', () => data.contractDaily(whole));
-      await request('/api/movements', () => data.movements(whole));
-      await request('/api/trial-cohorts', () => data.trialCohorts(whole));
-      await request('/api/episodes', () => data.episodes(whole));
-      await request('/api/payments', () => data.payments(whole));
-    }
-    await request('/api/pipeline-health', () => data.pipelineHealth());
-    for (const [what, text] of [['name', p.searches.name], ['e-mail', p.searches.email_address], ['external id', p.searches.external_customer_id]]) {
-      if (text) await request(`/api/customers (${what}: ${text})`, () => searchCustomers(dashboardPool, schema, text));
-    }
-    if (p.contract) await request('/api/timeline (one contract)', () => data.timeline(p.contract));
-    if (p.customer) await request('/api/timeline (one customer)', () => data.timeline(p.customer));
-    // The first load as dashboard.js sends it: the range, then the currencies, then the revenue
-    // (in the reporting currency when fx_rates has rows, else the first currency; none without
-    // one) and the six other charts' requests at once.
-    await request('first load (range, currencies, then seven requests at once)', async () => {
-      const range = await data.range();
-      const c = await revenue.currencies();
-      if (!range) return undefined;
-      const currency = c.reporting ? null : c.currencies[0];
-      return Promise.all([
-        currency === undefined ? undefined : revenue.revenue(range, currency),
-        data.contractDaily(range),
-        data.movements(range),
-        data.trialCohorts(range),
-        data.episodes(range),
-        data.payments(range),
-        data.pipelineHealth(),
-      ]);
-    });
-  } finally {
-    await dashboardPool.end();
+  const whole = await request('/api/range', () => data.range());
+  const currencies = await request('/api/currencies', () => revenue.currencies());
+  if (whole) {
+    if (currencies?.reporting) await request('/api/revenue (reporting currency)', () => revenue.revenue(whole, null));
+    if (currencies?.currencies.length > 0) await request(`/api/revenue (${currencies.currencies[0]})`, () => revenue.revenue(whole, currencies.currencies[0]));
+    await request('/api/contract-daily', () => data.contractDaily(whole));
+    await request('/api/movements', () => data.movements(whole));
+    await request('/api/trial-cohorts', () => data.trialCohorts(whole));
+    await request('/api/episodes', () => data.episodes(whole));
+    await request('/api/payments', () => data.payments(whole));
   }
-  return { picks: { contract: p.contract, customer: p.customer, currency: p.currency, day: p.day }, views, functions, requests };
+  await request('/api/pipeline-health', () => data.pipelineHealth());
+  for (const [what, text] of [['name', p.searches.name], ['e-mail', p.searches.email_address], ['external id', p.searches.external_customer_id]]) {
+    if (text) await request(`/api/customers (${what}: ${text})`, () => searchCustomers(dashboardPool, schema, text));
+  }
+  if (p.contract) await request('/api/timeline (one contract)', () => data.timeline(p.contract));
+  if (p.customer) await request('/api/timeline (one customer)', () => data.timeline(p.customer));
+  // The first load as dashboard.js sends it: the range, then the currencies, then the revenue
+  // (in the reporting currency when fx_rates has rows, else the first currency; none without
+  // one) and the six other charts' requests at once.
+  await request('first load (range, currencies, then seven requests at once)', async () => {
+    const range = await data.range();
+    const c = await revenue.currencies();
+    if (!range) return undefined;
+    const currency = c.reporting ? null : c.currencies[0];
+    return Promise.all([
+      currency === undefined ? undefined : revenue.revenue(range, currency),
+      data.contractDaily(range),
+      data.movements(range),
+      data.trialCohorts(range),
+      data.episodes(range),
+      data.payments(range),
+      data.pipelineHealth(),
+    ]);
+  });
 }

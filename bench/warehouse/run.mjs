@@ -2,7 +2,7 @@
 // Analyst layer benchmark. Not a test: it measures and prints, and asserts nothing about time
 // (it stops only when two forms of one answer disagree).
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
@@ -27,7 +27,8 @@
 //    month-ends, every dashboard request through the data layer the server calls (the SQL of one
 //    request, possibly several statements, without HTTP), and the whole first load as the page
 //    sends it (the range, the currencies, then seven requests at once); each the median of
-//    --runs runs, once when a run takes longer than --long-ms (default 60,000): metric-timings.mjs.
+//    --runs runs, once when a run takes longer than --long-ms (default 60,000), none when the
+//    server cancels it at --timeout-s (default 0: no timeout): metric-timings.mjs.
 //    --metrics-only skips 2 and 3.
 // --generate-only generates, keeps the warehouse, prints its schema and stops: a later run times it
 // with --reuse <schema> (a generation of 10,000,000 versions takes hours on a shared machine).
@@ -65,6 +66,7 @@ const { values: args } = parseArgs({
     'through-triggers': { type: 'boolean', default: false },
     'generate-only': { type: 'boolean', default: false },
     'long-ms': { type: 'string', default: '60000' },
+    'timeout-s': { type: 'string', default: '0' },
   },
 });
 const N = Number(args.versions);
@@ -72,6 +74,7 @@ const RUNS = Number(args.runs);
 const OLD_RUNS = Number(args['old-runs']);
 const M = Number(args['sink-records']);
 const LONG_MS = Number(args['long-ms']);
+const TIMEOUT_S = Number(args['timeout-s']);
 if (args['generate-only'] && args.reuse) throw new Error('--generate-only makes a new warehouse: leave out --reuse');
 // What --generate-only generates is kept for a later --reuse.
 const KEEP = args.keep || args['generate-only'];
@@ -551,7 +554,7 @@ try {
     results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined, fromBodiesMs: bodies?.ms, fromBodiesRows: bodies?.rows, fromAsOfMs: asOf?.ms });
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)${asOf ? `; from contract_as_of ${asOf.ms} ms (same rows)` : ''}${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}${bodies ? `; typed columns from the bodies ${bodies.ms} ms (${bodies.rows} rows)` : ''}`);
   }
-  const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, log, say });
+  const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, timeoutS: TIMEOUT_S, log, say });
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
   console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metrics, sink }, null, 2));
