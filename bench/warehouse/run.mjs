@@ -2,12 +2,15 @@
 // Analyst layer benchmark. Not a test: it measures and prints, and asserts nothing about time
 // (it stops only when two forms of one answer disagree).
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
 //    five versions per resource (1 to 9), one version in ten with camelCase keys, 2 % of
-//    resources deleted, two years and nine months of valid_from; then ANALYZE. The derived
+//    resources deleted, two years and nine months of valid_from; contract phases with their
+//    variant and quantity, customers under the ids the contracts name, the catalog's 24 plan
+//    variants with their price changes, fx_rates and escalation webhooks (generateCatalogAndReference);
+//    then ANALYZE. The derived
 //    tables (version_facts, current_facts, contract_state_days) are filled afterwards in one
 //    set-based pass per type with the triggers' own expressions, about three times faster than
 //    the triggers' per-statement work at this volume; --through-triggers generates through the
@@ -19,12 +22,16 @@
 // 3. loads M snapshot records (default 200,000; 0 skips) through the real sink (Kafka, registry,
 //    startSink) into another fresh warehouse, and the same rows with plain COPY into a table
 //    with the same columns and indexes and no trigger, timing only the COPYs;
-// 4. times a SELECT of each metric view, whole and as a dashboard reads it (a 90-day range, the
-//    open episodes, the last hour), each the median of --runs runs; then each request of the
-//    dashboard page as it first loads (the whole range; the data layer the server calls, so the
-//    SQL of one request, possibly several statements, without HTTP), median of --runs runs, and
-//    the whole first load as the page sends it (the range, then the six chart requests at once).
+// 4. times each public metric view whole (every row fetched) and as the dashboard or an analyst
+//    reads it, contract_state_on / customer_state_on for yesterday and contract_state_on at 12
+//    month-ends, every dashboard request through the data layer the server calls (the SQL of one
+//    request, possibly several statements, without HTTP), and the whole first load as the page
+//    sends it (the range, the currencies, then seven requests at once); each the median of
+//    --runs runs, once when a run takes longer than --long-ms (default 60,000), none when the
+//    server cancels it at --timeout-s (default 0: no timeout): metric-timings.mjs.
 //    --metrics-only skips 2 and 3.
+// --generate-only generates, keeps the warehouse, prints its schema and stops: a later run times it
+// with --reuse <schema> (a generation of 10,000,000 versions takes hours on a shared machine).
 // DATABASE_URL etc. from the environment (the local stack by default); private schemas and
 // topics, dropped at the end unless --keep.
 import { createHash, randomBytes } from 'node:crypto';
@@ -45,8 +52,7 @@ import { createRegistry } from '../../dist/registry/registry.js';
 import { snapshotLine } from '../../dist/sink/batch-writer.js';
 import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
 import { copyFrom } from '../../dist/warehouse/copy-from.js';
-import { createAnalystPool } from '../../dist/dashboard/analyst-pool.js';
-import { createDashboardData } from '../../dist/dashboard/dashboard-data.js';
+import { timeMetrics } from './metric-timings.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -58,12 +64,20 @@ const { values: args } = parseArgs({
     'metrics-only': { type: 'boolean', default: false },
     reuse: { type: 'string' },
     'through-triggers': { type: 'boolean', default: false },
+    'generate-only': { type: 'boolean', default: false },
+    'long-ms': { type: 'string', default: '60000' },
+    'timeout-s': { type: 'string', default: '0' },
   },
 });
 const N = Number(args.versions);
 const RUNS = Number(args.runs);
 const OLD_RUNS = Number(args['old-runs']);
 const M = Number(args['sink-records']);
+const LONG_MS = Number(args['long-ms']);
+const TIMEOUT_S = Number(args['timeout-s']);
+if (args['generate-only'] && args.reuse) throw new Error('--generate-only makes a new warehouse: leave out --reuse');
+// What --generate-only generates is kept for a later --reuse.
+const KEEP = args.keep || args['generate-only'];
 const TYPES = ['Contract', 'Customer', 'Order', 'Invoice', 'InvoiceDraft', 'Dunning', 'PaymentTransaction', 'PaymentEscalationProcess'];
 const say = (line) => process.stderr.write(`bench: ${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
@@ -94,7 +108,7 @@ const START = '2025-01-01T00:00:00Z';
  * spells its keys in camelCase, as the service may (spec 9.3).
  */
 const VARYING = [
-  ['Id', `'r-' || r`],
+  ['Id', 'id'],
   ['CustomerId', 'cust'],
   ['ContractId', `'r-' || (r - r % 8)`],
   ['PlanId', `'plan-' || ((r + v / 3) % 12)`],
@@ -105,10 +119,19 @@ const VARYING = [
                    ELSE to_jsonb((ARRAY['InProgress', 'Completed', 'PaymentPending', 'Failed'])[1 + (r + v) % 4]) END`],
   ['StatusTimestamp', 'at'],
   ['StartDate', 'created'],
+  // Each paying phase names its variant and quantity (the MRR views price them); one contract in
+  // five changes variant and quantity two months in, from its third version on.
   ['Phases', `CASE WHEN r % 3 = 0
-                   THEN jsonb_build_array(jsonb_build_object('Type', 'Trial', 'StartDate', created, 'PlanId', 'plan-' || (r % 12)),
-                                          jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '14 days', 'PlanId', 'plan-' || ((r + v / 3) % 12)))
-                   ELSE jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created, 'PlanId', 'plan-' || ((r + v / 3) % 12))) END
+                   THEN jsonb_build_array(jsonb_build_object('Type', 'Trial', 'StartDate', created, 'PlanId', 'plan-' || (r % 12),
+                                                             'PlanVariantId', 'variant-' || (r % 12) || '-' || (r % 2), 'Quantity', 1 + r % 3),
+                                          jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '14 days', 'PlanId', 'plan-' || ((r + v / 3) % 12),
+                                                             'PlanVariantId', 'variant-' || ((r + v / 3) % 12) || '-' || (r % 2), 'Quantity', 1 + r % 3))
+                   ELSE jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created, 'PlanId', 'plan-' || ((r + v / 3) % 12),
+                                                             'PlanVariantId', 'variant-' || ((r + v / 3) % 12) || '-' || (r % 2), 'Quantity', 1 + r % 3)) END
+              || CASE WHEN r % 5 = 1 AND v >= 3
+                      THEN jsonb_build_array(jsonb_build_object('Type', 'Normal', 'StartDate', created + interval '60 days', 'PlanId', 'plan-' || ((r + v / 3 + 1) % 12),
+                                                                'PlanVariantId', 'variant-' || ((r + v / 3 + 1) % 12) || '-' || (r % 2), 'Quantity', 1 + (r + 1) % 3))
+                      ELSE '[]'::jsonb END
               || CASE WHEN v = nv AND r % 32 = 0 THEN jsonb_build_array(jsonb_build_object('Type', 'Inactive', 'StartDate', at + interval '30 days')) ELSE '[]'::jsonb END`],
   ['CurrentPhase', `jsonb_build_object('Type', CASE WHEN v = 1 AND r % 3 = 0 THEN 'Trial' ELSE 'Normal' END, 'StartDate', created)`],
   ['DocumentDate', `to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`],
@@ -127,7 +150,22 @@ const VARYING = [
 ];
 const camel = (k) => k.charAt(0).toLowerCase() + k.slice(1);
 const varying = (name) => `jsonb_build_object(${VARYING.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')})`;
-const BODY_SQL = `(CASE WHEN (r + v) % 10 = 0 THEN tpl.camel || ${varying(camel)} ELSE tpl.pascal || ${varying((k) => k)} END)`;
+/** A customer's own fields, which the customer search and customer_overview read (ExternalCustomerId replaces the template's). */
+const CUSTOMER = [
+  ['CompanyName', `CASE WHEN r % 3 = 0 THEN 'Firma ' || (r / 8) || ' GmbH' END`],
+  ['FirstName', `(ARRAY['Anna', 'Ben', 'Clara', 'David', 'Eva', 'Felix', 'Greta', 'Hugo'])[1 + (r / 8) % 8]`],
+  ['LastName', `'Kunde' || (r / 8)`],
+  ['EmailAddress', `'kunde' || (r / 8) || '@example.com'`],
+  ['ExternalCustomerId', `'CRM-' || (100000 + r / 8)`],
+];
+const customer = (name) => `CASE WHEN type = 'Customer' THEN jsonb_build_object(${CUSTOMER.map(([k, e]) => `'${name(k)}', ${e}`).join(', ')}) ELSE '{}'::jsonb END`;
+const BODY_SQL = `(CASE WHEN (r + v) % 10 = 0 THEN tpl.camel || ${varying(camel)} || ${customer(camel)} ELSE tpl.pascal || ${varying((k) => k)} || ${customer((k) => k)} END)`;
+/**
+ * A resource's id: a customer's is 'cust-<r / 8>', the ids the contracts' CustomerId name (their
+ * 'cust-' ids are below R / 16 + 1, the customers' run to R / 8), so every contract's customer
+ * is a loaded Customer; every other resource's 'r-<r>'.
+ */
+const ID_SQL = `CASE WHEN type = 'Customer' THEN 'cust-' || (r / 8) ELSE 'r-' || r END`;
 
 /** 64 templates of the fields that do not vary, in both spellings. */
 async function createTemplates(target) {
@@ -152,7 +190,7 @@ const TRIGGERS = ['resource_versions_append_version_facts'];
 
 /** The derived tables of a history written with their trigger off: migrations 0005's, 0010's and 0012's fills, with the trigger's field extraction. */
 async function fillDerivedTables() {
-  for (const type of TYPES) {
+  for (const type of [...TYPES, 'PlanVariant']) {
     await pool.query(
       `INSERT INTO ${S}.version_facts (resource_type, resource_id, version, valid_from, valid_to, deleted, fields)
        SELECT a.resource_type, a.resource_id, a.version, a.fetched_at,
@@ -175,6 +213,55 @@ async function fillDerivedTables() {
   say('filled contract_state_days');
 }
 
+/** The plan variants the contracts' phases name: 'variant-<plan>-<0|1>', the second of a plan billed yearly at ten months' fee. */
+const VARIANT_BODY = `jsonb_build_object('Id', 'variant-' || p || '-' || k, 'PlanId', 'plan-' || p,
+  'InternalName', 'Plan ' || p || CASE WHEN k = 0 THEN ' monthly' ELSE ' yearly' END,
+  'RecurringFee', round((9 + p * 5) * CASE WHEN k = 0 THEN 1 ELSE 10 END * (1 + 0.08 * (v - 1))::numeric, 2), 'SetupFee', 0,
+  'FeePeriod', jsonb_build_object('Unit', CASE WHEN k = 0 THEN 'Month' ELSE 'Year' END, 'Quantity', 1),
+  'BillingPeriod', jsonb_build_object('Unit', CASE WHEN k = 0 THEN 'Month' ELSE 'Year' END, 'Quantity', 1))`;
+
+/**
+ * What the MRR views and the escalation episodes read besides the eight types: the catalog (24
+ * plan variants, 1 to 3 versions each, a price raised by 8 % every 200 days: the first version
+ * read at the start, so in force for all time before), exchange rates into EUR (fx_rates, two
+ * per currency), and escalation webhooks (webhook_events): for one contract in five a
+ * PaymentEscalated per step (1 to 3, TriggerDays 7, 14, 21 after a DueDate a month after the
+ * contract's start), then a PaymentEscalationReset 40 days after the DueDate; one in ten of
+ * those contracts escalates again 180 days later, and one in fifteen leaves its last episode open.
+ */
+async function generateCatalogAndReference() {
+  await pool.query(
+    `INSERT INTO ${S}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
+     SELECT 'PlanVariant', 'variant-' || p || '-' || k, v, $1::timestamptz + (v - 1) * interval '200 days', false, b.body, md5(b.body::text), '{}', '{}', NULL, 0, v
+       FROM generate_series(0, 11) AS p CROSS JOIN generate_series(0, 1) AS k
+       CROSS JOIN LATERAL generate_series(1, 1 + (p * 2 + k) % 3) AS v
+       CROSS JOIN LATERAL (SELECT ${VARIANT_BODY} AS body) b`,
+    [START],
+  );
+  await pool.query(`INSERT INTO ${S}.fx_rates (currency, valid_from, rate_to_reporting)
+    VALUES ('EUR', '2024-01-01', 1), ('EUR', '2026-01-01', 1), ('CHF', '2024-01-01', 1.04), ('CHF', '2026-01-01', 1.07), ('USD', '2024-01-01', 0.93), ('USD', '2026-01-01', 0.86)`);
+  await pool.query(
+    `INSERT INTO ${S}.webhook_events (event_id, event, received_at, payload)
+     SELECT gen_random_uuid(), x.event, x.received_at, x.payload
+       FROM generate_series(0, $2::int - 1, 8) AS r
+       CROSS JOIN LATERAL (SELECT 'r-' || r AS contract_id, 'cust-' || ((r::bigint * 7919) % ($2::int / 16 + 1)) AS cust,
+                                  $1::timestamptz + (r::float8 / $2::int) * interval '730 days' + interval '31 days' AS first_due) c
+       CROSS JOIN LATERAL generate_series(0, CASE WHEN (r / 8) % 10 = 0 THEN 1 ELSE 0 END) AS e
+       CROSS JOIN LATERAL (SELECT c.first_due + e * interval '180 days' AS due, e = CASE WHEN (r / 8) % 10 = 0 THEN 1 ELSE 0 END AS last) ep
+       CROSS JOIN LATERAL (
+         SELECT 'PaymentEscalated' AS event, ep.due + (7 * s) * interval '1 day' + (r % 3600) * interval '1 second' AS received_at,
+                jsonb_build_object('ContractId', c.contract_id, 'CustomerId', c.cust, 'TriggerDays', 7 * s, 'DueDate', ep.due, 'PaymentProvider', 'Stripe') AS payload
+           FROM generate_series(1, 1 + (r / 8) % 3) AS s
+         UNION ALL
+         SELECT 'PaymentEscalationReset', ep.due + interval '40 days' + (r % 3600) * interval '1 second', jsonb_build_object('ContractId', c.contract_id, 'CustomerId', c.cust)
+          WHERE NOT (ep.last AND (r / 8) % 15 = 0)) x
+      WHERE (r / 8) % 5 = 0`,
+    [START, R],
+  );
+  await pool.query(`ANALYZE ${S}.webhook_events`);
+  say('generated the catalog, fx_rates and escalation webhooks');
+}
+
 async function generate() {
   await migrate(pool, { schema, log });
   await createTemplates(S);
@@ -186,12 +273,13 @@ async function generate() {
     const b = Math.min(R, a + chunk);
     await pool.query(
       `INSERT INTO ${S}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset)
-       SELECT type, 'r-' || r, v, at, del, CASE WHEN del THEN NULL ELSE body END, md5(coalesce(body::text, 'deleted')), '{}', '{}',
+       SELECT type, ids.id, v, at, del, CASE WHEN del THEN NULL ELSE body END, md5(coalesce(body::text, 'deleted')), '{}', '{}',
               CASE WHEN type = 'Contract' THEN cust END, 0, r::bigint * 10 + v
          FROM generate_series($1::int, $2::int - 1) AS r
          CROSS JOIN LATERAL (SELECT ($3::text[])[1 + r % 8] AS type, 1 + (r * 7) % 9 AS nv,
                                     'cust-' || ((r::bigint * 7919) % ($4::int / 16 + 1)) AS cust,
                                     $5::timestamptz + (r::float8 / $4::int) * interval '730 days' AS created) t
+         CROSS JOIN LATERAL (SELECT ${ID_SQL} AS id) ids
          CROSS JOIN LATERAL generate_series(1, t.nv) AS v
          CROSS JOIN LATERAL (SELECT created + (v - 1) * interval '29 days' + ((r * 13 + v * 7) % 86400) * interval '1 second' AS at,
                                     (r % 50 = 0 AND v = nv AND v > 1) AS del) d
@@ -201,6 +289,7 @@ async function generate() {
     );
     if ((a / chunk) % 10 === 0) say(`generated resources ${b}/${R}`);
   }
+  await generateCatalogAndReference();
   if (!throughTriggers) {
     await fillDerivedTables();
     await pool.query(`ALTER TABLE ${S}.resource_versions ${TRIGGERS.map((t) => `ENABLE TRIGGER ${t}`).join(', ')}`);
@@ -301,26 +390,6 @@ function queries(one, customer) {
   ];
 }
 
-const RANGE = ['2026-01-01', '2026-04-01'];
-function metricQueries() {
-  const q = (name, sql, params = []) => ({ name, sql: [sql, params] });
-  return [
-    q('contract_daily', `SELECT * FROM ${S}.contract_daily`),
-    q('contract_daily, 90 days', `SELECT * FROM ${S}.contract_daily WHERE day >= $1 AND day < $2`, RANGE),
-    q('subscription_movements', `SELECT day, movement, contracts FROM ${S}.subscription_movements`),
-    q('subscription_movements, 90 days', `SELECT * FROM ${S}.subscription_movements WHERE day >= $1 AND day < $2`, RANGE),
-    q('trial_cohorts', `SELECT * FROM ${S}.trial_cohorts`),
-    q('dunning_episodes', `SELECT * FROM ${S}.dunning_episodes`),
-    q('dunning_episodes, open', `SELECT * FROM ${S}.dunning_episodes WHERE outcome = 'open'`),
-    q('payment_escalation_episodes', `SELECT * FROM ${S}.payment_escalation_episodes`),
-    q('payment_escalation_episodes, open', `SELECT * FROM ${S}.payment_escalation_episodes WHERE outcome = 'open'`),
-    q('payment_outcomes', `SELECT * FROM ${S}.payment_outcomes`),
-    q('payment_outcomes, 90 days', `SELECT * FROM ${S}.payment_outcomes WHERE day >= $1 AND day < $2`, RANGE),
-    q('pipeline_health', `SELECT * FROM ${S}.pipeline_health`),
-    q('pipeline_health, last hour', `SELECT * FROM ${S}.pipeline_health WHERE minute >= now() - interval '1 hour'`),
-  ];
-}
-
 async function time([sql, params], runs) {
   const times = [];
   let rows = 0;
@@ -361,7 +430,7 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
   const resources = Math.ceil(M / 4);
   const { rows: bodies } = await pool.query(
     `SELECT r, ${BODY_SQL}::text AS body FROM generate_series(0, 63) AS r JOIN ${S}.bench_templates tpl ON tpl.i = r,
-            LATERAL (SELECT 'Contract' AS type, 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
+            LATERAL (SELECT 'Contract' AS type, 's-' || r AS id, 1 AS v, 4 AS nv, 'cust-1' AS cust, now() AS created, now() AS at) x`,
   );
   const record = (i) => {
     const r = i % resources;
@@ -461,6 +530,12 @@ try {
   say(`${args.reuse ? 'reusing the generated warehouse' : `${N} versions over ${R} resources`}; schema ${schema}; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);
   const generated = args.reuse ? await reuse() : await generate();
   say(`generated ${generated.versions} versions in ${(generated.ms / 1000).toFixed(0)} s, body ${generated.body_bytes} bytes, table ${generated.size}`);
+  if (args['generate-only']) {
+    console.log(JSON.stringify({ date: new Date().toISOString(), schema, versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000) }, null, 2));
+    say(`kept schema ${schema} (${Math.round(performance.now() / 1000)} s since start, VACUUM ANALYZE included): time it with --reuse ${schema}`);
+    await pool.end();
+    process.exit(0);
+  }
   if (!args['metrics-only']) await createOldViews();
   const { rows: picks } = await pool.query(
     `SELECT (SELECT resource_id FROM ${S}.resource_heads WHERE resource_type = 'Contract' AND version = 5 LIMIT 1) AS one,
@@ -479,51 +554,13 @@ try {
     results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined, fromBodiesMs: bodies?.ms, fromBodiesRows: bodies?.rows, fromAsOfMs: asOf?.ms });
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)${asOf ? `; from contract_as_of ${asOf.ms} ms (same rows)` : ''}${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}${bodies ? `; typed columns from the bodies ${bodies.ms} ms (${bodies.rows} rows)` : ''}`);
   }
-  const metricResults = [];
-  for (const q of metricQueries()) {
-    const now = await time(q.sql, RUNS);
-    metricResults.push({ query: q.name, ms: now.ms, rows: now.rows });
-    say(`${q.name}: ${now.ms} ms (${now.rows} rows)`);
-  }
-  const dashboardResults = [];
-  // Through the dashboard's own sessions: the analyst role, read-only, its work_mem.
-  const dashboardPool = createAnalystPool({ databaseUrl: config.databaseUrl, log });
-  const dashboard = createDashboardData(dashboardPool, schema);
-  const timeCall = async (name, call) => {
-    const times = [];
-    for (let i = 0; i < RUNS; i++) {
-      const t = performance.now();
-      await call();
-      times.push(performance.now() - t);
-    }
-    times.sort((a, b) => a - b);
-    const ms = +times[Math.floor(times.length / 2)].toFixed(1);
-    dashboardResults.push({ request: name, ms });
-    say(`dashboard ${name}: ${ms} ms`);
-  };
-  await timeCall('/api/range', () => dashboard.range());
-  const whole = await dashboard.range();
-  if (whole) {
-    await timeCall('/api/contract-daily', () => dashboard.contractDaily(whole));
-    await timeCall('/api/movements', () => dashboard.movements(whole));
-    await timeCall('/api/trial-cohorts', () => dashboard.trialCohorts(whole));
-    await timeCall('/api/episodes', () => dashboard.episodes(whole));
-    await timeCall('/api/payments', () => dashboard.payments(whole));
-  }
-  await timeCall('/api/pipeline-health', () => dashboard.pipelineHealth());
-  // The page's first load as the page sends it: the range, then the six charts' requests at once.
-  await timeCall('first load (range, then six requests at once)', async () => {
-    const range = await dashboard.range();
-    if (range) await Promise.all([dashboard.contractDaily(range), dashboard.movements(range), dashboard.trialCohorts(range), dashboard.episodes(range), dashboard.payments(range), dashboard.pipelineHealth()]);
-  });
-  if (picks[0].one) await timeCall('/api/timeline (one contract)', () => dashboard.timeline(picks[0].one));
-  await dashboardPool.end();
+  const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, timeoutS: TIMEOUT_S, log, say });
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
-  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metricViews: metricResults, dashboard: dashboardResults, sink }, null, 2));
+  console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metrics, sink }, null, 2));
 } finally {
   // A reused warehouse is the caller's: it stays, as it was left by the run that kept it.
   const made = args.reuse ? [oldSchema, sinkSchema, copySchema, noFactsSchema] : [schema, oldSchema, sinkSchema, copySchema, noFactsSchema];
-  if (!args.keep) for (const s of made) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
+  if (!KEEP) for (const s of made) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(s)} CASCADE`);
   await pool.end();
 }
