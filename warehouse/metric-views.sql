@@ -466,11 +466,19 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- no longer be read, so its last known state stays.
 CREATE VIEW metric_customer_last_known AS
 WITH versions AS (
-  SELECT DISTINCT ON (h.resource_id) h.resource_id AS customer_id, h.version, h.valid_from AS last_read_at, h.created_at, h.customer_name, h.company_name,
-         h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
-    FROM customer_history h
-   WHERE NOT h.deleted
-   ORDER BY h.resource_id, h.version DESC
+  -- The latest version of a customer the service still has is its current one (customer_current:
+  -- one row per customer); only a deleted customer's history is read, for its last version before
+  -- the deletion.
+  SELECT c.resource_id AS customer_id, c.version, c.valid_from AS last_read_at, c.created_at, c.customer_name, c.company_name,
+         c.first_name, c.last_name, c.email_address, c.external_customer_id, c.address_country, c.locale, c.is_locked
+    FROM customer_current c
+  UNION ALL
+  (SELECT DISTINCT ON (h.resource_id) h.resource_id, h.version, h.valid_from, h.created_at, h.customer_name, h.company_name,
+          h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
+     FROM current_facts d
+     JOIN customer_history h ON h.resource_id = d.resource_id
+    WHERE d.resource_type = 'Customer' AND d.deleted AND NOT h.deleted
+    ORDER BY h.resource_id, h.version DESC)
 ), deletions AS (
   SELECT c.resource_id AS customer_id,
          LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
