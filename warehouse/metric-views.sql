@@ -1070,9 +1070,12 @@ SELECT r.month,
 -- movements (contraction and churn negative) and net new MRR (their sum), the starting MRR (the
 -- previous month's end), NRR (the starting customers' MRR now / starting MRR: expansion,
 -- contraction and churn count, new and reactivation do not) and GRR (the same with each customer
--- capped at its starting MRR: only contraction and churn count). currency NULL: all currencies
--- together in the reporting currency (fx_rates), each customer's amounts at the rate of the
--- month's end; NULL amounts when a currency of that month has no rate.
+-- capped at its starting MRR: only contraction and churn count), and the logos: starting customers
+-- (paying at the previous month's end) and churned customers (of those, paying nothing at this
+-- month's end: logo churn is churned / starting). currency NULL: all currencies together in the
+-- reporting currency (fx_rates), each customer's amounts at the rate of the month's end, a
+-- customer paying in any currency counting once; NULL amounts when a currency of that month has
+-- no rate.
 CREATE VIEW mrr_monthly AS
 -- The movements once (MATERIALIZED), read for both groupings.
 WITH movements AS MATERIALIZED (
@@ -1080,9 +1083,15 @@ WITH movements AS MATERIALIZED (
 ), amounts AS (
   -- A contract without a Currency has no row of its own here (NULL is the reporting row) and,
   -- having no rate either, makes the reporting row of its months NULL.
-  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying FROM movements WHERE currency IS NOT NULL
+  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying, previous_mrr > 0 AS was_paying FROM movements WHERE currency IS NOT NULL
   UNION ALL
-  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0 FROM movements
+  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0, previous_mrr > 0 FROM movements
+), logos AS (
+  -- Per customer: paying at the previous month's end, and at this one's (in any of its
+  -- currencies, for the reporting row).
+  SELECT month, currency, count(*) FILTER (WHERE paid_before) AS starting_customers, count(*) FILTER (WHERE paid_before AND NOT pays) AS churned_customers
+    FROM (SELECT month, currency, customer_id, bool_or(was_paying) AS paid_before, bool_or(paying) AS pays FROM amounts GROUP BY month, currency, customer_id) c
+   GROUP BY month, currency
 ), sums AS (
   SELECT month, currency,
          bool_and(has_rate) AS complete,
@@ -1099,8 +1108,8 @@ WITH movements AS MATERIALIZED (
     FROM amounts
    GROUP BY month, currency
 )
-SELECT month,
-       currency,
+SELECT sums.month,
+       sums.currency,
        CASE WHEN complete THEN mrr END AS mrr,
        CASE WHEN complete THEN 12 * mrr END AS arr,
        customers,
@@ -1113,8 +1122,11 @@ SELECT month,
        CASE WHEN complete THEN new + expansion + contraction + churn + reactivation END AS net_new_mrr,
        CASE WHEN complete THEN starting_mrr END AS starting_mrr,
        CASE WHEN complete THEN retained_mrr / NULLIF(starting_mrr, 0) END AS nrr,
-       CASE WHEN complete THEN retained_gross_mrr / NULLIF(starting_mrr, 0) END AS grr
-  FROM sums;
+       CASE WHEN complete THEN retained_gross_mrr / NULLIF(starting_mrr, 0) END AS grr,
+       l.starting_customers,
+       l.churned_customers
+  FROM sums
+  JOIN logos l ON l.month = sums.month AND l.currency IS NOT DISTINCT FROM sums.currency;
 
 -- The refresh of what is kept at write time (top of this file): computes the listed contracts'
 -- rows again and puts them in place of the kept ones, moves contract_daily's per-day sums by the

@@ -307,6 +307,8 @@ export const METRIC_TABLES: Table[] = [
       { name: 'starting_mrr', description: 'MRR at the previous month\'s end.' },
       { name: 'nrr', description: 'Net revenue retention: the starting customers\' MRR now / starting_mrr.' },
       { name: 'grr', description: 'Gross revenue retention: the same, each customer capped at its starting MRR.' },
+      { name: 'starting_customers', description: "Customers paying at the previous month's end (in any currency, for the reporting row)." },
+      { name: 'churned_customers', description: "Of the starting customers, those paying nothing at this month's end: logo churn is churned_customers / starting_customers." },
     ],
     tests: ["unique_combination: { arguments: { columns: ['month', 'currency'] } }"],
   },

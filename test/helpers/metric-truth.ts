@@ -485,9 +485,12 @@ export interface MrrMonthRow {
   starting_mrr: number | null;
   nrr: number | null;
   grr: number | null;
+  /** Customers paying at the previous month's end, and those of them paying nothing at this one's (in any currency, for the reporting row). */
+  starting_customers: number;
+  churned_customers: number;
 }
 
-/** Per month and currency, and per month in the reporting currency: MRR, ARR, ARPA, the movements, NRR, GRR. */
+/** Per month and currency, and per month in the reporting currency: MRR, ARR, ARPA, the movements, NRR, GRR, the logos. */
 export function mrrMonthly(movements: readonly MrrMovementRow[]): MrrMonthRow[] {
   const groups = new Map<string, { month: string; currency: string | null; rows: { customer: string | null; m: MrrMovementRow; f: number | null }[] }>();
   for (const m of movements) {
@@ -510,6 +513,8 @@ export function mrrMonthly(movements: readonly MrrMovementRow[]): MrrMonthRow[] 
     const starting = sum((m) => m.previous_mrr);
     const kind = (k: MrrMovement) => sum((m) => m.amount, (m) => m.movement === k);
     const c = <T>(v: T): T | null => (complete ? v : null);
+    const was = new Set(g.rows.filter((r) => r.m.previous_mrr > 0).map((r) => r.customer));
+    const is = new Set(g.rows.filter((r) => r.m.mrr > 0).map((r) => r.customer));
     out.push({
       month: g.month,
       currency: g.currency,
@@ -525,6 +530,8 @@ export function mrrMonthly(movements: readonly MrrMovementRow[]): MrrMonthRow[] 
       starting_mrr: c(g.rows.length > 0 ? starting : null),
       nrr: c(starting > 0 ? sum((m) => m.mrr, (m) => m.previous_mrr > 0) / starting : null),
       grr: c(starting > 0 ? sum((m) => Math.min(m.mrr, m.previous_mrr), (m) => m.previous_mrr > 0) / starting : null),
+      starting_customers: was.size,
+      churned_customers: [...was].filter((customer) => !is.has(customer)).length,
     });
   }
   return out.sort((a, b) => `${a.month}|${a.currency ?? ''}`.localeCompare(`${b.month}|${b.currency ?? ''}`));

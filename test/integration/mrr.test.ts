@@ -66,6 +66,8 @@ const monthRow = (r: Record<string, unknown> | MrrMonthRow) => ({
   starting_mrr: r6(r.starting_mrr),
   nrr: r6(r.nrr),
   grr: r6(r.grr),
+  starting_customers: Number(r.starting_customers),
+  churned_customers: Number(r.churned_customers),
 });
 
 /** The three views as of one moment (one transaction), with `setup` run first in it and rolled back after. */
@@ -80,7 +82,8 @@ async function views(db: pg.Pool, schema: string, setup: (c: pg.PoolClient) => P
     const days = await q(`SELECT to_char(day, 'YYYY-MM-DD') AS day, contract_id, customer_id, currency, plan_variant_id, quantity, mrr, mrr_reporting FROM ${sch}.mrr_daily ORDER BY day, contract_id`);
     const movements = await q(`SELECT to_char(month, 'YYYY-MM-DD') AS month, customer_id, currency, previous_mrr, mrr, movement, amount, rate_to_reporting FROM ${sch}.mrr_movements ORDER BY month, customer_id, currency`);
     const months = await q(
-      `SELECT to_char(month, 'YYYY-MM-DD') AS month, currency, mrr, arr, customers, arpa, new, expansion, contraction, churn, reactivation, net_new_mrr, starting_mrr, nrr, grr
+      `SELECT to_char(month, 'YYYY-MM-DD') AS month, currency, mrr, arr, customers, arpa, new, expansion, contraction, churn, reactivation, net_new_mrr, starting_mrr, nrr, grr,
+              starting_customers, churned_customers
          FROM ${sch}.mrr_monthly ORDER BY 1, currency NULLS FIRST`,
     );
     await client.query('ROLLBACK');
