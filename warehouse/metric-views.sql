@@ -113,11 +113,16 @@ END;
 -- filled from scratch, at the end of the file.
 CREATE TABLE metric_contracts_dirty (contract_id text NOT NULL);
 CREATE INDEX metric_contracts_dirty_contract ON metric_contracts_dirty (contract_id);
+-- The same for payment transactions (payment_outcomes).
+CREATE TABLE metric_payments_dirty (transaction_id text NOT NULL);
+CREATE INDEX metric_payments_dirty_transaction ON metric_payments_dirty (transaction_id);
 DROP FUNCTION IF EXISTS metric_mark_contracts();
 CREATE FUNCTION metric_mark_contracts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   EXECUTE format('INSERT INTO %I.metric_contracts_dirty (contract_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
                  TG_TABLE_SCHEMA, 'Contract');
+  EXECUTE format('INSERT INTO %I.metric_payments_dirty (transaction_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
+                 TG_TABLE_SCHEMA, 'PaymentTransaction');
   RETURN NULL;
 END
 $$;
@@ -859,10 +864,27 @@ SELECT m.episode_id,
   JOIN firsts f ON f.episode_id = m.episode_id
   LEFT JOIN reached r ON r.episode_id = m.episode_id;
 
+-- Each listed payment transaction (metric_payments_dirty, the trigger at the top of this file) the
+-- service still has, as payment_outcomes reads it: its status (Status.Status, lower case), Amount,
+-- Currency, provider and the time of its status (StatusTimestamp, else the Status object's
+-- Timestamp). metric_payment_cache keeps every transaction's row, refreshed like the contracts'.
+CREATE VIEW metric_payment_facts_live AS
+SELECT c.resource_id AS transaction_id,
+       lower(wh_as_text(wh_field(x.f -> 'status', 'Status', 'status', 'status'))) AS status, wh_as_numeric(x.f -> 'amount') AS amount,
+       wh_as_text(x.f -> 'currency') AS currency, wh_as_text(x.f -> 'paymentprovider') AS provider,
+       COALESCE(wh_as_timestamptz(x.f -> 'statustimestamp'), wh_as_timestamptz(wh_field(x.f -> 'status', 'Timestamp', 'timestamp', 'timestamp'))) AS at
+  FROM (SELECT * FROM current_facts WHERE resource_type = 'PaymentTransaction' AND NOT deleted) c
+  CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
+ WHERE c.resource_id IN (SELECT transaction_id FROM metric_payments_dirty);
+
+CREATE TABLE metric_payment_cache AS SELECT * FROM metric_payment_facts_live WITH NO DATA;
+ALTER TABLE metric_payment_cache ADD PRIMARY KEY (transaction_id);
+
 -- Payment transactions by their current state, per UTC day of their status (StatusTimestamp,
 -- else the Status object's Timestamp), provider and currency, for statuses dated by now:
 -- Succeeded and Failed ones (Status.Status; other statuses, e.g. Pending, are not counted).
--- Amounts are the transactions' Amount: what was charged, VAT included.
+-- Amounts are the transactions' Amount: what was charged, VAT included. From the kept rows and
+-- the listed transactions' live ones.
 CREATE VIEW payment_outcomes AS
 SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        t.provider,
@@ -871,11 +893,9 @@ SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        count(*) FILTER (WHERE t.status = 'failed') AS failed,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'succeeded'), 0) AS succeeded_amount,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'failed'), 0) AS failed_amount
-  FROM (SELECT lower(wh_as_text(wh_field(x.f -> 'status', 'Status', 'status', 'status'))) AS status, wh_as_numeric(x.f -> 'amount') AS amount,
-               wh_as_text(x.f -> 'currency') AS currency, wh_as_text(x.f -> 'paymentprovider') AS provider,
-               COALESCE(wh_as_timestamptz(x.f -> 'statustimestamp'), wh_as_timestamptz(wh_field(x.f -> 'status', 'Timestamp', 'timestamp', 'timestamp'))) AS at
-          FROM (SELECT * FROM current_facts WHERE resource_type = 'PaymentTransaction' AND NOT deleted) c
-          CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) t
+  FROM (SELECT k.* FROM metric_payment_cache k WHERE NOT EXISTS (SELECT FROM metric_payments_dirty d WHERE d.transaction_id = k.transaction_id)
+        UNION ALL
+        SELECT * FROM metric_payment_facts_live) t
  WHERE t.status IN ('succeeded', 'failed') AND t.at <= now()
  GROUP BY 1, 2, 3;
 
@@ -1129,9 +1149,9 @@ SELECT sums.month,
   JOIN logos l ON l.month = sums.month AND l.currency IS NOT DISTINCT FROM sums.currency;
 
 -- The refresh of what is kept at write time (top of this file): computes the listed contracts'
--- rows again and puts them in place of the kept ones, moves contract_daily's per-day sums by the
--- difference, and takes the contracts it saw off the list. Returns how many contracts it
--- refreshed. It reads one snapshot for all of that: run it in a REPEATABLE READ transaction (the
+-- and payment transactions' rows again and puts them in place of the kept ones, moves
+-- contract_daily's per-day sums by the difference, and takes what it saw off the lists. Returns
+-- how many contracts and transactions it refreshed. It reads one snapshot for all of that: run it in a REPEATABLE READ transaction (the
 -- sink does; search_path set to the warehouse schema). Two refreshes never interleave: the second
 -- waits for the first's row of metric_cache_state and then fails with a serialization error
 -- (40001), to be run again. Contracts listed after the snapshot stay listed for the next one.
@@ -1141,13 +1161,15 @@ INSERT INTO metric_cache_state DEFAULT VALUES;
 CREATE FUNCTION metric_refresh() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   seen tid[];
+  seen_payments tid[];
   n bigint;
 BEGIN
   seen := ARRAY(SELECT ctid FROM metric_contracts_dirty);
-  IF cardinality(seen) = 0 THEN
+  seen_payments := ARRAY(SELECT ctid FROM metric_payments_dirty);
+  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 THEN
     RETURN 0;
   END IF;
-  n := (SELECT count(*) FROM metric_dirty_contracts);
+  n := (SELECT count(*) FROM metric_dirty_contracts) + (SELECT count(DISTINCT transaction_id) FROM metric_payments_dirty);
   UPDATE metric_cache_state SET refreshed_at = now(), contracts = contracts + n;
   INSERT INTO metric_daily_cache AS c (day, plan_id, state, delta, edges)
   SELECT day, plan_id, state, sum(delta), sum(edges) FROM metric_daily_dirty_deltas GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
@@ -1162,15 +1184,19 @@ BEGIN
   DELETE FROM metric_mrr_span_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
   INSERT INTO metric_mrr_span_cache SELECT * FROM metric_mrr_spans_live;
   DELETE FROM metric_contracts_dirty WHERE ctid = ANY (seen);
+  DELETE FROM metric_payment_cache k WHERE k.transaction_id IN (SELECT transaction_id FROM metric_payments_dirty);
+  INSERT INTO metric_payment_cache SELECT * FROM metric_payment_facts_live;
+  DELETE FROM metric_payments_dirty WHERE ctid = ANY (seen_payments);
   RETURN n;
 END
 $$;
 
 -- The writer role runs the trigger (it appends) and the refresh (the sink).
-GRANT SELECT, INSERT, DELETE ON metric_contracts_dirty TO billing_loader_writer;
-GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_mrr_span_cache, metric_daily_cache, metric_cache_state TO billing_loader_writer;
+GRANT SELECT, INSERT, DELETE ON metric_contracts_dirty, metric_payments_dirty TO billing_loader_writer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_mrr_span_cache, metric_daily_cache, metric_payment_cache, metric_cache_state TO billing_loader_writer;
 
 -- The fill: every contract listed, then refreshed, under resource_versions' lock (the trigger's
 -- creation above took it), so nothing is appended meanwhile.
 INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract';
+INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction';
 SELECT metric_refresh();

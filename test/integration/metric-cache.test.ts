@@ -47,8 +47,9 @@ async function answers(client: pg.PoolClient, sqls: readonly string[]): Promise<
  * computed from the versions at the read, whatever the kept rows held.
  */
 async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
-  await client.query('DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache');
+  await client.query('DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache');
   await client.query(`INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract'`);
+  await client.query(`INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction'`);
 }
 
 /** The answers as the warehouse gives them now, and as computed with every contract's rows taken from its versions, at one now(). */
@@ -111,14 +112,14 @@ describe('metric rows kept at write time', () => {
       await pool.end();
     });
 
-    it('kept rows equal the versions after every statement, late, deleted and reactivated contracts included', async () => {
+    it('kept rows equal the versions after every statement, late, deleted and reactivated contracts and payments included', async () => {
       const histories = contractHistories(20251126, 36);
       const catalog: AppendedVersion[] = ['v-1', 'v-2', 'v-3'].map((id, i) => ({
         type: 'PlanVariant', id, version: 1, at: '2024-06-01T00:00:00Z', body: { Id: id, PlanId: `plan-${i + 1}`, RecurringFee: 10 * (i + 1), FeePeriod: { Unit: i === 2 ? 'Year' : 'Month', Quantity: 1 } },
       }));
       await appendVersions(pool, schema, catalog);
       const random = mulberry32(7);
-      const pending = histories.flat();
+      const pending = [...histories.flat(), ...paymentHistories(11, 24)];
       // Versions go in in order of reading, but one in six swaps with the next (a late version).
       for (let i = 0; i + 1 < pending.length; i++) {
         if (random() < 1 / 6) [pending[i], pending[i + 1]] = [pending[i + 1]!, pending[i]!];
@@ -150,6 +151,7 @@ describe('metric rows kept at write time', () => {
         expect.arrayContaining(['new', 'trial_start', 'trial_conversion', 'trial_not_converted', 'plan_change', 'cancellation', 'reactivation', 'churn']),
       );
       expect(live['SELECT * FROM mrr_monthly']!.length).toBeGreaterThan(10);
+      expect(live['SELECT * FROM payment_outcomes']!.length).toBeGreaterThan(5);
     });
 
     it('a refresh leaves listed what was appended after its snapshot, and a second refresh beside it gives way', async () => {
@@ -296,6 +298,30 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
     }
     if (random() < 0.15) push(null);
     out.push(versions);
+  }
+  return out;
+}
+
+/** Payment transactions: pending, then succeeded or failed (some retried), some deleted. */
+function paymentHistories(seed: number, count: number): AppendedVersion[] {
+  const random = mulberry32(seed);
+  const out: AppendedVersion[] = [];
+  for (let k = 0; k < count; k++) {
+    const id = `pt-${seed}-${k}`;
+    const at = new Date(Date.UTC(2025, 0, 1) + Math.floor(random() * 650) * 86_400_000);
+    const body = (status: string, when: Date) => ({
+      Id: id,
+      Amount: 10 + Math.floor(random() * 90),
+      Currency: random() < 0.7 ? 'EUR' : 'CHF',
+      PaymentProvider: random() < 0.5 ? 'Stripe' : 'GoCardless',
+      Status: { Status: status, Timestamp: when.toISOString() },
+    });
+    const versions: Record<string, unknown>[] = [body('Pending', at)];
+    const settled = new Date(at.getTime() + 86_400_000 * (1 + Math.floor(random() * 3)));
+    versions.push(body(random() < 0.7 ? 'Succeeded' : 'Failed', settled));
+    if (random() < 0.3) versions.push(body('Succeeded', new Date(settled.getTime() + 5 * 86_400_000)));
+    versions.forEach((b, i) => out.push({ type: 'PaymentTransaction', id, version: i + 1, at: new Date(at.getTime() + i * 3_600_000 * 30).toISOString(), body: b }));
+    if (random() < 0.1) out.push({ type: 'PaymentTransaction', id, version: versions.length + 1, at: new Date(at.getTime() + 40 * 86_400_000).toISOString(), body: null });
   }
   return out;
 }
