@@ -101,16 +101,17 @@ END;
 
 -- Answers kept at write time (docs/WAREHOUSE.md, "Answers kept at write time"). What the metric
 -- views know of each contract (its lifecycle, its state spans, its movements, its paying spans)
--- and the per-day sums contract_daily adds up are kept in tables (metric_*_cache), so that a read
--- costs what its answer holds, not the whole history. The trigger below lists in
--- metric_contracts_dirty every contract whose versions a statement appends; metric_refresh()
--- (at the end of this file; the sink runs it every SINK_METRICS_REFRESH_MS) computes the listed
--- contracts' rows again from their versions, puts them in place of the kept ones and takes the
--- contracts off the list. Until then every view reads a listed contract's rows as computed from
--- its versions at the read (the *_live views, which read the listed contracts only), never its
--- kept ones: an answer is the same whether the refresh has run or not, only slower while the list
--- is long. When this file is applied again (migrate, when it changed), the tables are dropped and
--- filled from scratch, at the end of the file.
+-- and of each payment transaction, and the per-day sums contract_daily adds up, are kept in
+-- tables (metric_*_cache), so that a read costs what its answer holds, not the whole history.
+-- The trigger below lists in metric_contracts_dirty and metric_payments_dirty every contract and
+-- transaction whose versions a statement appends; metric_refresh() (at the end of this file; the
+-- sink runs it every SINK_METRICS_REFRESH_MS) computes the listed ones' rows again from their
+-- versions, puts them in place of the kept ones and takes them off the lists. Until then every
+-- view reads a listed contract's or transaction's rows as computed from its versions at the read
+-- (the *_live views, which read the listed ones only), never its kept ones: an answer is the same
+-- whether the refresh has run or not, only slower while a list is long. When this file is applied
+-- again (migrate, when it changed), the tables are dropped and filled from scratch, at the end of
+-- the file.
 CREATE TABLE metric_contracts_dirty (contract_id text NOT NULL);
 CREATE INDEX metric_contracts_dirty_contract ON metric_contracts_dirty (contract_id);
 -- The same for payment transactions (payment_outcomes).
