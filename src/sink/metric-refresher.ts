@@ -8,7 +8,7 @@ export interface MetricRefresherOptions {
   schema: string;
   /** Pause between two refreshes, in milliseconds (SINK_METRICS_REFRESH_MS). */
   intervalMs: number;
-  metrics: Pick<SinkMetrics, 'metricContractsRefreshed' | 'metricContractsPending' | 'metricRefreshSeconds'>;
+  metrics: Pick<SinkMetrics, 'metricResourcesRefreshed' | 'metricResourcesPending' | 'metricRefreshSeconds'>;
   log: Logger;
 }
 
@@ -41,9 +41,9 @@ export function startMetricRefresher(options: MetricRefresherOptions): MetricRef
         return;
       }
       end();
-      metrics.metricContractsRefreshed.inc(result.refreshed);
-      metrics.metricContractsPending.set(result.pending);
-      if (result.refreshed > 0) log.debug('metric rows refreshed', { contracts: result.refreshed, pending: result.pending });
+      metrics.metricResourcesRefreshed.inc(result.refreshed);
+      metrics.metricResourcesPending.set(result.pending);
+      if (result.refreshed > 0) log.debug('metric rows refreshed', { refreshed: result.refreshed, pending: result.pending });
     } catch (err) {
       if ((err as { code?: string }).code === SERIALIZATION_FAILURE) log.debug('metric refresh gave way to another one', { schema });
       else log.warn('metric refresh failed: tried again at the next turn', { err, schema });

@@ -199,18 +199,18 @@ describe('metric rows kept at write time', () => {
       await appendVersions(pool, schema, contractHistories(4242, 5).flat());
       const registers = [new Registry()];
       const metrics = {
-        metricContractsRefreshed: new Counter({ name: 'refreshed', help: 'h', registers }),
-        metricContractsPending: new Gauge({ name: 'pending', help: 'h', registers }),
+        metricResourcesRefreshed: new Counter({ name: 'refreshed', help: 'h', registers }),
+        metricResourcesPending: new Gauge({ name: 'pending', help: 'h', registers }),
         metricRefreshSeconds: new Histogram({ name: 'seconds', help: 'h', registers }),
       };
       const refresher = startMetricRefresher({ pool, schema, intervalMs: 50, metrics, log });
       try {
         await waitFor(async () => (await pool.query(`SELECT 1 FROM ${quoteIdent(schema)}.metric_contracts_dirty LIMIT 1`)).rows.length === 0, { timeoutMs: 20_000, what: 'the list emptied' });
-        await waitFor(async () => (await metrics.metricContractsRefreshed.get()).values[0]?.value === 5, { timeoutMs: 5_000, what: 'five contracts counted' });
+        await waitFor(async () => (await metrics.metricResourcesRefreshed.get()).values[0]?.value === 5, { timeoutMs: 5_000, what: 'five contracts counted' });
       } finally {
         await refresher.stop();
       }
-      expect((await metrics.metricContractsPending.get()).values[0]?.value).toBe(0);
+      expect((await metrics.metricResourcesPending.get()).values[0]?.value).toBe(0);
       // Stopped: what is appended now stays listed.
       await appendVersions(pool, schema, [{ ...contractHistories(4243, 1)[0]![0]!, id: 'after-stop' }]);
       await new Promise((r) => setTimeout(r, 200));
