@@ -938,6 +938,14 @@ SELECT m.minute,
          GROUP BY 1) m
  GROUP BY m.minute;
 
+-- The latest UTC minute pipeline_health has a row for, from the same three minute indexes (the
+-- greatest of their maxima, each the last entry of an index), without computing the view: where
+-- a reader of the latest hours starts when nothing was loaded in the last ones.
+CREATE VIEW metric_pipeline_last_minute AS
+SELECT GREATEST((SELECT max(date_trunc('minute', w.received_at, 'UTC')) FROM webhook_events w),
+                (SELECT max(date_trunc('minute', d.failed_at, 'UTC')) FROM dead_letters d),
+                (SELECT max(date_trunc('minute', r.loaded_at, 'UTC')) FROM resource_versions r)) AS minute;
+
 -- MRR in money (docs/WAREHOUSE.md#mrr-in-money). A contract's MRR on a day is the recurring fee
 -- of the plan variant of its Normal phase in force at the end of that UTC day, normalised to a
 -- month and times the phase's Quantity, in the contract's Currency; nothing in a Trial or

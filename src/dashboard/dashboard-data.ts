@@ -259,14 +259,12 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
     },
 
     async pipelineHealth() {
-      // The latest minute: among the last hour's, else the last day's, when there are any (the
-      // same maximum, from a range of the view's minute indexes), else over the whole view.
+      // The hours up to the latest minute with a row (metric_pipeline_last_minute: the last
+      // entries of the view's minute indexes, not the view computed), a range of those indexes.
       const rows = await q<{ minute: string; webhooks: Num; versions: Num; p50: number | null; p99: number | null; dead_letters: Num }>(
         `SELECT to_char(minute, 'YYYY-MM-DD HH24:MI') AS minute, webhooks, versions, freshness_p50_s AS p50, freshness_p99_s AS p99, dead_letters
            FROM ${s}.pipeline_health
-          WHERE minute > coalesce((SELECT max(minute) FROM ${s}.pipeline_health WHERE minute > now() - interval '1 hour'),
-                                  (SELECT max(minute) FROM ${s}.pipeline_health WHERE minute > now() - interval '1 day'),
-                                  (SELECT max(minute) FROM ${s}.pipeline_health)) - make_interval(hours => $1)
+          WHERE minute > (SELECT l.minute FROM ${s}.metric_pipeline_last_minute l) - make_interval(hours => $1)
           ORDER BY pipeline_health.minute`,
         [PIPELINE_HEALTH_HOURS],
       );

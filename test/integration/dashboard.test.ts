@@ -102,6 +102,21 @@ describe('dashboard HTTP', () => {
     }
   });
 
+  it('answers the pipeline health of the 24 hours up to the latest minute pipeline_health has, as the view counts them', async () => {
+    const { status, body } = await get('/api/pipeline-health');
+    expect(status).toBe(200);
+    const health = body as { minutes: string[]; webhooks: (number | null)[]; versions: (number | null)[]; deadLetters: (number | null)[] };
+    const rows = (await direct.query<{ minute: string; webhooks: string; versions: string; dead_letters: string }>(
+      `SELECT to_char(minute, 'YYYY-MM-DD HH24:MI') AS minute, webhooks, versions, dead_letters FROM ${s}.pipeline_health
+        WHERE minute > (SELECT max(minute) FROM ${s}.pipeline_health) - interval '24 hours' ORDER BY minute`,
+    )).rows;
+    expect(rows.length).toBeGreaterThan(0);
+    expect(health.minutes).toEqual(rows.map((r) => r.minute));
+    expect(health.webhooks).toEqual(rows.map((r) => Number(r.webhooks)));
+    expect(health.versions).toEqual(rows.map((r) => Number(r.versions)));
+    expect(health.deadLetters).toEqual(rows.map((r) => Number(r.dead_letters)));
+  });
+
   it('answers the span of the contract dates and payment_outcomes, to today while a contract runs, as the range, and over it and a part of it the episodes and contracts the views hold', async () => {
     const whole = await wholeRange();
     expect(await get('/api/range')).toEqual({ status: 200, body: { range: whole } });
