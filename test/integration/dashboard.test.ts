@@ -338,7 +338,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
   it("opens a contract's timeline: its versions in order, each with the fields that changed", async () => {
     const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.contract_history GROUP BY resource_id ORDER BY count(*) DESC, resource_id LIMIT 1`);
     const versions = (await direct.query<{ version: number }>(`SELECT version FROM ${s}.contract_history WHERE resource_id = $1 ORDER BY version`, [id])).rows.map((r) => r.version);
-    expect(versions.length).toBeGreaterThan(2);
+    // How many versions a scenario contract has depends on how many of its webhooks the enricher
+    // read at once (a busy machine reads later, and finds several changes in one read): at least two.
+    expect(versions.length).toBeGreaterThan(1);
     await page.fill('#resource-id', id);
     await page.click('#search button[type=submit]');
     await page.waitForSelector('#timeline-table');

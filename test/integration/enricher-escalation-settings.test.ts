@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { enricherGroupId } from '../../src/enricher/enricher.js';
 import { createKafka, defaultPartitioner } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { encodeFetchRequest } from '../../src/wire/fetch-request.js';
-import { enricherTopics } from '../../src/wire/topics.js';
+import { enricherTopics, topicNames } from '../../src/wire/topics.js';
+import { groupLag } from '../helpers/pipeline-drain.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { startEnricherHarness, type EnricherHarness } from './enricher-harness.js';
 
@@ -23,7 +25,15 @@ async function escalated(harness: EnricherHarness): Promise<{ contractId: string
   const invoiceId = harness.sim.payments.bill(s.contractId);
   harness.sim.payments.collect(s.contractId, invoiceId, false);
   const { processId } = harness.sim.payments.escalate(s.contractId);
-  await waitFor(() => harness.sim.events().filter((e) => e.payload.Event === 'PaymentEscalated').length === 1 && harness.versionsOf('Contract', s.contractId).some((v) => v.source_events.includes('PaymentEscalated')), { what: 'the escalation read' });
+  // The escalation's webhook routed and every read requested by then done. Not "a version caused
+  // by PaymentEscalated": a read an earlier webhook caused may already find the contract escalated
+  // (a slow read, on a busy machine), and then the escalation's own read stores no new version.
+  await waitFor(() => harness.sim.events().filter((e) => e.payload.Event === 'PaymentEscalated').length === 1, { what: 'the escalation sent' });
+  await waitFor(() => harness.sim.deliveries().every((d) => d.outcome !== 'pending'), { what: 'deliveries done' });
+  const kafka = createKafka({ brokers: harness.config.kafkaBrokers, clientId: 'escalation-routed', log: silentLogger });
+  await waitFor(async () => (await groupLag(kafka, enricherGroupId(harness.config.topicPrefix), topicNames(harness.config.topicPrefix).webhooks)) === 0, { what: 'the escalation routed', intervalMs: 200 });
+  await harness.flushEnricher();
+  expect(harness.versionsOf('Contract', s.contractId).length).toBeGreaterThan(0);
   return { ...s, processId };
 }
 
