@@ -53,7 +53,7 @@ import { snapshotLine } from '../../dist/sink/batch-writer.js';
 import { sinkGroupId, startSink } from '../../dist/sink/sink.js';
 import { copyFrom } from '../../dist/warehouse/copy-from.js';
 import { refreshMetrics } from '../../dist/warehouse/metric-refresh.js';
-import { timeMetrics } from './metric-timings.mjs';
+import { median, timeMetrics } from './metric-timings.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -415,8 +415,7 @@ async function time([sql, params], runs) {
     times.push(performance.now() - t);
     rows = result.rowCount ?? result.rows.length;
   }
-  times.sort((a, b) => a - b);
-  return { ms: +times[Math.floor(times.length / 2)].toFixed(1), rows };
+  return { ms: median(times), rows };
 }
 
 async function loadThroughSinkAndCopy() {

@@ -14,8 +14,8 @@ describe('version facts key lists', () => {
       // `FROM (SELECT * FROM version_facts WHERE resource_type = 'Contract' ...) c CROSS JOIN LATERAL (SELECT c.fields) AS x(f)`
       const aliases = new Map<string, string>();
       for (const m of view.matchAll(/(?:version|current)_facts WHERE resource_type = '([A-Za-z]+)'[^)]*\) [a-z]+\s+CROSS JOIN LATERAL \(SELECT [a-z]+\.fields\) AS ([a-z]+)\(f\)/g)) aliases.set(m[2]!, m[1]!);
-      // metric_contract_last_known: the contracts' fields from version_facts and current_facts.
-      for (const m of view.matchAll(/FROM metric_contract_last_known(?:_live)? [a-z]+\s+CROSS JOIN LATERAL \(SELECT [a-z]+\.fields\) AS ([a-z]+)\(f\)/g)) aliases.set(m[1]!, 'Contract');
+      // metric_contract_last_known_live: the listed contracts' fields from version_facts and current_facts.
+      for (const m of view.matchAll(/FROM metric_contract_last_known_live [a-z]+\s+CROSS JOIN LATERAL \(SELECT [a-z]+\.fields\) AS ([a-z]+)\(f\)/g)) aliases.set(m[1]!, 'Contract');
       for (const m of view.matchAll(/\b([a-z]+)\.f -> '([a-z]+)'/g)) {
         const type = aliases.get(m[1]!);
         expect(type, `${m[0]} in ${view.slice(0, 40)}`).toBeDefined();

@@ -4,6 +4,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { refreshMetrics } from '../../src/warehouse/metric-refresh.js';
+import { createRandom } from '../../src/simulator/seeded-random.js';
 import { startMetricRefresher } from '../../src/sink/metric-refresher.js';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { waitFor } from '../helpers/wait-for.js';
@@ -118,7 +119,7 @@ describe('metric rows kept at write time', () => {
         type: 'PlanVariant', id, version: 1, at: '2024-06-01T00:00:00Z', body: { Id: id, PlanId: `plan-${i + 1}`, RecurringFee: 10 * (i + 1), FeePeriod: { Unit: i === 2 ? 'Year' : 'Month', Quantity: 1 } },
       }));
       await appendVersions(pool, schema, catalog);
-      const random = mulberry32(7);
+      const random = createRandom(7).next;
       const pending = [...histories.flat(), ...paymentHistories(11, 24)];
       // Versions go in in order of reading, but one in six swaps with the next (a late version).
       for (let i = 0; i + 1 < pending.length; i++) {
@@ -228,17 +229,6 @@ async function waitForLockWait(pool: pg.Pool): Promise<void> {
   throw new Error('the second refresh never waited for the first');
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Contract histories as the service would show them, versions in order: a trial or not, plan
  * changes (a new Normal phase), a cancellation (EndDate and an Inactive phase, some in the
@@ -246,7 +236,7 @@ function mulberry32(seed: number): () => number {
  * business now cuts some of them.
  */
 function contractHistories(seed: number, count: number): AppendedVersion[][] {
-  const random = mulberry32(seed);
+  const random = createRandom(seed).next;
   const day = (base: Date, days: number) => new Date(base.getTime() + days * 86_400_000).toISOString();
   const out: AppendedVersion[][] = [];
   for (let k = 0; k < count; k++) {
@@ -304,7 +294,7 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
 
 /** Payment transactions: pending, then succeeded or failed (some retried), some deleted. */
 function paymentHistories(seed: number, count: number): AppendedVersion[] {
-  const random = mulberry32(seed);
+  const random = createRandom(seed).next;
   const out: AppendedVersion[] = [];
   for (let k = 0; k < count; k++) {
     const id = `pt-${seed}-${k}`;
