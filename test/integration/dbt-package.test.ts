@@ -194,7 +194,7 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     // MRR priced from the plan variants: mrr_monthly and mrr_movements, row by row (mrr.test.ts
     // holds those views to the sandbox truth).
     const mrrCols = (movement: (kind: string) => string) =>
-      ['month::text AS month', 'currency', 'mrr::text', 'arr::text', 'customers::int', 'arpa::text', ...['new', 'expansion', 'contraction', 'churn', 'reactivation'].map((k) => `${movement(k)}::text AS ${k}`), 'net_new_mrr::text', 'starting_mrr::text', 'nrr::text', 'grr::text'].join(', ');
+      ['month::text AS month', 'currency', 'mrr::text', 'arr::text', 'customers::int', 'arpa::text', ...['new', 'expansion', 'contraction', 'churn', 'reactivation'].map((k) => `${movement(k)}::text AS ${k}`), 'net_new_mrr::text', 'starting_mrr::text', 'nrr::text', 'grr::text', 'starting_customers::int', 'churned_customers::int'].join(', ');
     const viewMrr = await ownerRows(`SELECT ${mrrCols((k) => k)} FROM ${quoteIdent(wh.schema)}.mrr_monthly ORDER BY month, currency NULLS FIRST`);
     const martMrr = await ownerRows(`SELECT ${mrrCols((k) => (k === 'churn' ? 'churned_mrr' : `${k}_mrr`))} FROM ${m}.billing_loader__mrr_by_month ORDER BY month, currency NULLS FIRST`);
     expect(viewMrr.filter((r) => r.currency !== null && Number(r.mrr) > 0).length).toBeGreaterThan(0);

@@ -16,5 +16,7 @@ select month,
        net_new_mrr,
        starting_mrr,
        nrr,
-       grr
+       grr,
+       starting_customers,
+       churned_customers
   from {{ ref('stg_billing_loader__mrr_monthly') }}

@@ -14,5 +14,7 @@ select month,
        net_new_mrr,
        starting_mrr,
        nrr,
-       grr
+       grr,
+       starting_customers,
+       churned_customers
   from {{ source('billing_metrics', 'mrr_monthly') }}
