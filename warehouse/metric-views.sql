@@ -117,6 +117,13 @@ CREATE INDEX metric_contracts_dirty_contract ON metric_contracts_dirty (contract
 -- The same for payment transactions (payment_outcomes).
 CREATE TABLE metric_payments_dirty (transaction_id text NOT NULL);
 CREATE INDEX metric_payments_dirty_transaction ON metric_payments_dirty (transaction_id);
+-- And plan variants (their prices: the MRR of every customer on one).
+CREATE TABLE metric_variants_dirty (plan_variant_id text NOT NULL);
+-- The refresh's own row: when it last ran, how many it refreshed in all, and the last month whose
+-- MRR is kept (mrr_through; -infinity: none yet). Two refreshes serialize on it (metric_refresh).
+CREATE TABLE metric_cache_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), refreshed_at timestamptz NOT NULL DEFAULT now(),
+                                 contracts bigint NOT NULL DEFAULT 0, mrr_through date NOT NULL DEFAULT '-infinity');
+INSERT INTO metric_cache_state DEFAULT VALUES;
 DROP FUNCTION IF EXISTS metric_mark_contracts();
 CREATE FUNCTION metric_mark_contracts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -124,6 +131,8 @@ BEGIN
                  TG_TABLE_SCHEMA, 'Contract');
   EXECUTE format('INSERT INTO %I.metric_payments_dirty (transaction_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
                  TG_TABLE_SCHEMA, 'PaymentTransaction');
+  EXECUTE format('INSERT INTO %I.metric_variants_dirty (plan_variant_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
+                 TG_TABLE_SCHEMA, 'PlanVariant');
   RETURN NULL;
 END
 $$;
@@ -999,13 +1008,21 @@ SELECT contract_id, customer_id, currency, plan_id, plan_variant_id, COALESCE(qu
 
 CREATE TABLE metric_mrr_span_cache AS SELECT * FROM metric_mrr_spans_live WITH NO DATA;
 CREATE INDEX metric_mrr_span_cache_contract ON metric_mrr_span_cache (contract_id);
+-- By customer (the MRR months of some customers) and by either end (the spans that start or end
+-- between now and the end of the running month: metric_mrr_live_customers).
+CREATE INDEX metric_mrr_span_cache_customer ON metric_mrr_span_cache (customer_id);
+CREATE INDEX metric_mrr_span_cache_starts ON metric_mrr_span_cache (starts_at);
+CREATE INDEX metric_mrr_span_cache_ends ON metric_mrr_span_cache (ends_at);
+
+-- Every contract's paying spans, the future ones too (the kept ones of the contracts not listed,
+-- the live ones of the listed); metric_mrr_spans: those started by now.
+CREATE VIEW metric_mrr_spans_all AS
+SELECT k.* FROM metric_mrr_span_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+UNION ALL
+SELECT * FROM metric_mrr_spans_live;
 
 CREATE VIEW metric_mrr_spans AS
-SELECT s.*
-  FROM (SELECT k.* FROM metric_mrr_span_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
-        UNION ALL
-        SELECT * FROM metric_mrr_spans_live) s
- WHERE s.starts_at < now();
+SELECT * FROM metric_mrr_spans_all WHERE starts_at < now();
 
 -- The analyst's rates as spans: each row from its valid_from to the next row's of the currency.
 CREATE VIEW metric_fx_rates AS
@@ -1035,151 +1052,327 @@ SELECT x.day,
   LEFT JOIN metric_fx_rates f ON f.currency = x.currency AND f.valid_from <= x.day AND (f.valid_until IS NULL OR x.day < f.valid_until)
  WHERE x.starts_at < x.at AND (x.ends_at IS NULL OR x.ends_at >= x.at);
 
--- One row per customer, currency and UTC month in which the customer had MRR at the month's end
--- or at the previous month's end, up to the running month: the MRR at the end of the month (its
--- last day, or today for the running month: the same rule as mrr_daily, evaluated at month ends
--- only) against the previous month's end, and ChartMogul's movement
--- (https://help.chartmogul.com/hc/en-us/articles/203299912): new (from nothing, never any MRR
--- before), reactivation (from nothing, some MRR in an earlier month), expansion, contraction,
--- churn (to nothing), unchanged. amount: mrr - previous_mrr (negative for contraction and churn).
--- Reporting currency: every amount of the row at the rate valid on the month's end day, so a rate
--- change moves no customer; the MRR of consecutive months differs from their movements by the
--- rate change alone.
-CREATE VIEW mrr_movements AS
-WITH snapshots AS (
-  SELECT x.month, s.customer_id, s.currency, sum(p.monthly_fee * s.quantity) AS mrr
-    FROM metric_mrr_spans s
-    CROSS JOIN LATERAL (SELECT m::date AS month, LEAST((m + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS day
-                          FROM generate_series(date_trunc('month', s.starts_at AT TIME ZONE 'UTC'), date_trunc('month', LEAST(s.ends_at, now()) AT TIME ZONE 'UTC'), interval '1 month') AS m) x
-    CROSS JOIN LATERAL (SELECT LEAST((x.day + 1)::timestamp AT TIME ZONE 'UTC', now()) AS at) a
-    JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id AND p.price_from < a.at AND a.at <= p.price_until
-   WHERE s.starts_at < a.at AND (s.ends_at IS NULL OR s.ends_at >= a.at) AND p.monthly_fee IS NOT NULL
-   GROUP BY 1, 2, 3
-  HAVING sum(p.monthly_fee * s.quantity) > 0
-), sequenced AS (
-  SELECT s.*, lag(s.month) OVER w AS previous_month, lag(s.mrr) OVER w AS previous_month_mrr, lead(s.month) OVER w AS next_month, row_number() OVER w AS n
-    FROM snapshots s
-  WINDOW w AS (PARTITION BY s.customer_id, s.currency ORDER BY s.month)
-), customer_months AS (
-  SELECT month, customer_id, currency,
-         CASE WHEN previous_month = (month - interval '1 month')::date THEN previous_month_mrr ELSE 0 END AS previous_mrr,
-         mrr,
-         n > 1 AS paid_before
-    FROM sequenced
+-- MRR per customer and month (docs/WAREHOUSE.md, "MRR in money"). A customer's MRR in a month is
+-- the sum, over its paying spans in force at the end of the month (its last day, or now() for the
+-- running month: the same rule as mrr_daily, evaluated at month ends only), of the variant's
+-- monthly fee then x the quantity, per currency. Its movement against the previous month's end is
+-- ChartMogul's (https://help.chartmogul.com/hc/en-us/articles/203299912): new (from nothing, never
+-- any MRR before), reactivation (from nothing, some MRR in an earlier month), expansion,
+-- contraction, churn (to nothing), unchanged.
+CREATE FUNCTION metric_mrr_movement(previous_mrr numeric, mrr numeric, paid_before boolean) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN previous_mrr = 0 AND mrr > 0 THEN CASE WHEN paid_before THEN 'reactivation' ELSE 'new' END
+            WHEN previous_mrr > 0 AND mrr = 0 THEN 'churn'
+            WHEN mrr > previous_mrr THEN 'expansion'
+            WHEN mrr < previous_mrr THEN 'contraction'
+            ELSE 'unchanged'
+       END;
+
+-- The months of the customers named (a NULL in the array: the spans without a customer), up to
+-- the month `through`, each evaluated at the earlier of its end and `cap`: one row per customer,
+-- currency and month in which the customer had MRR at the month's end or at the previous
+-- month's end (the month after the last one with MRR: churn, mrr 0). previous_mrr: the MRR at
+-- the previous month's end (0 when it had none); paid_before: some MRR in an earlier month. The
+-- views call it with cap now() and the running month (what the views show); the refresh with cap
+-- 'infinity' and the last month kept (what is kept: each month at its end). Security definer:
+-- the views call it for the analyst, who may not read the kept rows; its body names every object
+-- it reads (bound when created).
+CREATE FUNCTION metric_mrr_customer_months_in(customer_ids text[], cap timestamptz, through date)
+RETURNS TABLE (month date, customer_id text, currency text, previous_mrr numeric, mrr numeric, paid_before boolean)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+  WITH snapshots AS (
+    SELECT x.month, s.customer_id, s.currency, sum(p.monthly_fee * s.quantity) AS mrr
+      FROM metric_mrr_spans_all s
+      CROSS JOIN LATERAL (SELECT m::date AS month, LEAST((m + interval '1 month') AT TIME ZONE 'UTC', cap) AS at
+                            FROM generate_series(date_trunc('month', s.starts_at AT TIME ZONE 'UTC'),
+                                                 LEAST(date_trunc('month', LEAST(s.ends_at, cap) AT TIME ZONE 'UTC'), through::timestamp),
+                                                 interval '1 month') AS m) x
+      JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id AND p.price_from < x.at AND x.at <= p.price_until
+     WHERE (s.customer_id = ANY (customer_ids) OR (s.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL))
+       AND s.starts_at < x.at AND (s.ends_at IS NULL OR s.ends_at >= x.at) AND p.monthly_fee IS NOT NULL
+     GROUP BY 1, 2, 3
+    HAVING sum(p.monthly_fee * s.quantity) > 0
+  ), sequenced AS (
+    SELECT s.*, lag(s.month) OVER w AS previous_month, lag(s.mrr) OVER w AS previous_month_mrr, lead(s.month) OVER w AS next_month, row_number() OVER w AS n
+      FROM snapshots s
+    WINDOW w AS (PARTITION BY s.customer_id, s.currency ORDER BY s.month)
+  )
+  SELECT q.month, q.customer_id, q.currency,
+         CASE WHEN q.previous_month = (q.month - interval '1 month')::date THEN q.previous_month_mrr ELSE 0 END,
+         q.mrr,
+         q.n > 1
+    FROM sequenced q
   UNION ALL
   -- The month after the last month with MRR: churn.
-  SELECT (month + interval '1 month')::date, customer_id, currency, mrr, 0, true
-    FROM sequenced
-   WHERE next_month IS DISTINCT FROM (month + interval '1 month')::date
-     AND month + interval '1 month' <= date_trunc('month', now() AT TIME ZONE 'UTC')
-), ended AS (
-  SELECT r.*, LEAST((r.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day FROM customer_months r
+  SELECT (q.month + interval '1 month')::date, q.customer_id, q.currency, q.mrr, 0, true
+    FROM sequenced q
+   WHERE q.next_month IS DISTINCT FROM (q.month + interval '1 month')::date
+     AND q.month + interval '1 month' <= through;
+END;
+
+-- Kept: every customer's months, each at its end, up to metric_cache_state.mrr_through (the month
+-- after the running one when the refresh ran: a month's rows are there before it begins).
+CREATE TABLE metric_mrr_customer_cache (month date NOT NULL, customer_id text, currency text, previous_mrr numeric NOT NULL, mrr numeric NOT NULL, paid_before boolean NOT NULL);
+CREATE INDEX metric_mrr_customer_cache_customer ON metric_mrr_customer_cache (customer_id);
+CREATE INDEX metric_mrr_customer_cache_month ON metric_mrr_customer_cache (month);
+
+-- The customers whose kept months the refresh computes again: those of the listed contracts' spans
+-- as kept (a contract may have changed customer) and as they are now, and those with a span on a
+-- listed plan variant (metric_variants_dirty: its price may have changed).
+CREATE VIEW metric_mrr_dirty_customers AS
+SELECT k.customer_id FROM metric_mrr_span_cache k JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+UNION
+SELECT l.customer_id FROM metric_mrr_spans_live l
+UNION
+SELECT s.customer_id FROM metric_mrr_spans_all s WHERE s.plan_variant_id IN (SELECT v.plan_variant_id FROM metric_variants_dirty v);
+
+-- The customers a read computes from the spans instead of taking their kept months: the listed
+-- ones above; those whose running month differs between now and the month's end, for a span
+-- that starts or ends, or a price that changes, in between (the kept running month is at its
+-- end); and every customer when the kept months do not reach the running month (the refresh has
+-- not run since it began).
+CREATE VIEW metric_mrr_live_customers AS
+WITH m AS (
+  SELECT now() AS now, (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC' AS month_end,
+         (SELECT c.mrr_through FROM metric_cache_state c) < date_trunc('month', now() AT TIME ZONE 'UTC')::date AS stale
 )
+SELECT d.customer_id FROM metric_mrr_dirty_customers d
+UNION
+SELECT k.customer_id FROM metric_mrr_span_cache k, m WHERE k.starts_at BETWEEN m.now AND m.month_end
+UNION
+SELECT k.customer_id FROM metric_mrr_span_cache k, m WHERE k.ends_at BETWEEN m.now AND m.month_end
+UNION
+SELECT s.customer_id FROM metric_mrr_spans_all s JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id, m
+ WHERE p.price_from BETWEEN m.now AND m.month_end
+UNION
+SELECT s.customer_id FROM metric_mrr_spans_all s, m WHERE m.stale
+UNION
+SELECT k.customer_id FROM metric_mrr_customer_cache k, m WHERE m.stale;
+
+-- Every customer's months up to the running one, as of now(): the kept ones of the customers not
+-- in metric_mrr_live_customers, the others computed at the read.
+CREATE VIEW metric_mrr_customer_months AS
+WITH live AS MATERIALIZED (
+  SELECT customer_id FROM metric_mrr_live_customers
+), running AS (
+  SELECT date_trunc('month', now() AT TIME ZONE 'UTC')::date AS month
+)
+SELECT k.month, k.customer_id, k.currency, k.previous_mrr, k.mrr, k.paid_before
+  FROM metric_mrr_customer_cache k
+ WHERE k.month <= (SELECT month FROM running)
+   AND NOT EXISTS (SELECT FROM live l WHERE l.customer_id = k.customer_id)
+   AND NOT (k.customer_id IS NULL AND EXISTS (SELECT FROM live l WHERE l.customer_id IS NULL))
+UNION ALL
+SELECT c.month, c.customer_id, c.currency, c.previous_mrr, c.mrr, c.paid_before
+  FROM metric_mrr_customer_months_in(ARRAY(SELECT customer_id FROM live), now(), (SELECT month FROM running)) c;
+
+-- One row per customer, currency and UTC month in which the customer had MRR at the month's end
+-- or at the previous month's end, up to the running month (metric_mrr_customer_months): the MRR
+-- then, the previous month's end's, and the movement (above). amount: mrr - previous_mrr
+-- (negative for contraction and churn). Reporting currency: every amount of the row at the rate
+-- valid on the month's end day (today for the running month), so a rate change moves no
+-- customer; the MRR of consecutive months differs from their movements by the rate change alone.
+CREATE VIEW mrr_movements AS
 SELECT r.month,
        r.customer_id,
        r.currency,
        r.previous_mrr,
        r.mrr,
-       CASE WHEN r.previous_mrr = 0 AND r.mrr > 0 THEN CASE WHEN r.paid_before THEN 'reactivation' ELSE 'new' END
-            WHEN r.previous_mrr > 0 AND r.mrr = 0 THEN 'churn'
-            WHEN r.mrr > r.previous_mrr THEN 'expansion'
-            WHEN r.mrr < r.previous_mrr THEN 'contraction'
-            ELSE 'unchanged'
-       END AS movement,
+       metric_mrr_movement(r.previous_mrr, r.mrr, r.paid_before) AS movement,
        r.mrr - r.previous_mrr AS amount,
        f.rate_to_reporting,
        r.previous_mrr * f.rate_to_reporting AS previous_mrr_reporting,
        r.mrr * f.rate_to_reporting AS mrr_reporting,
        (r.mrr - r.previous_mrr) * f.rate_to_reporting AS amount_reporting
-  FROM ended r
-  LEFT JOIN metric_fx_rates f ON f.currency = r.currency AND f.valid_from <= r.end_day AND (f.valid_until IS NULL OR r.end_day < f.valid_until);
+  FROM metric_mrr_customer_months r
+  CROSS JOIN LATERAL (SELECT LEAST((r.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day) e
+  LEFT JOIN metric_fx_rates f ON f.currency = r.currency AND f.valid_from <= e.end_day AND (f.valid_until IS NULL OR e.end_day < f.valid_until);
 
--- Per UTC month and currency, from mrr_movements: the MRR at the month's end, ARR (12 x MRR),
--- paying customers (MRR > 0 at the month's end), ARPA (MRR / paying customers), the five
--- movements (contraction and churn negative) and net new MRR (their sum), the starting MRR (the
--- previous month's end), NRR (the starting customers' MRR now / starting MRR: expansion,
--- contraction and churn count, new and reactivation do not) and GRR (the same with each customer
--- capped at its starting MRR: only contraction and churn count), and the logos: starting customers
--- (paying at the previous month's end) and churned customers (of those, paying nothing at this
--- month's end: logo churn is churned / starting). currency NULL: all currencies together in the
--- reporting currency (fx_rates), each customer's amounts at the rate of the month's end, a
--- customer paying in any currency counting once; NULL amounts when a currency of that month has
--- no rate.
-CREATE VIEW mrr_monthly AS
--- The movements once (MATERIALIZED), read for both groupings.
-WITH movements AS MATERIALIZED (
-  SELECT * FROM mrr_movements
-), amounts AS (
-  -- A contract without a Currency has no row of its own here (NULL is the reporting row) and,
-  -- having no rate either, makes the reporting row of its months NULL.
-  SELECT month, customer_id, currency, movement, previous_mrr, mrr, amount, true AS has_rate, mrr > 0 AS paying, previous_mrr > 0 AS was_paying FROM movements WHERE currency IS NOT NULL
+-- What mrr_monthly adds up, per month: per currency (all_currencies false; currency NULL: the
+-- contracts without one) the customer-months, MRR, paying customers, the five movements'
+-- amounts, the starting MRR, the retained MRR (NRR's numerator: the MRR of the customers paying
+-- at the previous month's end) and the retained gross MRR (GRR's: each capped at its starting
+-- MRR), the starting customers and, of those, the churned; and once per month over all
+-- currencies (all_currencies true) the customers counted once whatever their currencies: the
+-- customer-months, paying, starting and churned customers (the amounts 0). Of the months of the
+-- customers named up to `through`: the kept ones (kept true) or as computed with `cap` (false).
+-- Every column adds up: the sums of a set of customers are the sums of its parts.
+CREATE FUNCTION metric_mrr_month_sums(customer_ids text[], cap timestamptz, through date, kept boolean)
+RETURNS TABLE (month date, all_currencies boolean, currency text, customer_months bigint, mrr numeric, paying bigint, new numeric, expansion numeric,
+               contraction numeric, churn numeric, reactivation numeric, starting_mrr numeric, retained_mrr numeric, retained_gross_mrr numeric,
+               starting_customers bigint, churned_customers bigint)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+  WITH r AS MATERIALIZED (
+    SELECT k.month, k.customer_id, k.currency, k.previous_mrr, k.mrr, k.paid_before
+      FROM metric_mrr_customer_cache k
+     WHERE kept AND k.month <= through
+       AND (k.customer_id = ANY (customer_ids) OR (k.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL))
+    UNION ALL
+    SELECT c.month, c.customer_id, c.currency, c.previous_mrr, c.mrr, c.paid_before
+      FROM metric_mrr_customer_months_in(customer_ids, cap, through) c
+     WHERE NOT kept
+  )
+  SELECT r.month, false, r.currency, count(*), sum(r.mrr), count(*) FILTER (WHERE r.mrr > 0),
+         COALESCE(sum(r.mrr - r.previous_mrr) FILTER (WHERE metric_mrr_movement(r.previous_mrr, r.mrr, r.paid_before) = 'new'), 0),
+         COALESCE(sum(r.mrr - r.previous_mrr) FILTER (WHERE metric_mrr_movement(r.previous_mrr, r.mrr, r.paid_before) = 'expansion'), 0),
+         COALESCE(sum(r.mrr - r.previous_mrr) FILTER (WHERE metric_mrr_movement(r.previous_mrr, r.mrr, r.paid_before) = 'contraction'), 0),
+         COALESCE(sum(r.mrr - r.previous_mrr) FILTER (WHERE metric_mrr_movement(r.previous_mrr, r.mrr, r.paid_before) = 'churn'), 0),
+         COALESCE(sum(r.mrr - r.previous_mrr) FILTER (WHERE metric_mrr_movement(r.previous_mrr, r.mrr, r.paid_before) = 'reactivation'), 0),
+         sum(r.previous_mrr),
+         COALESCE(sum(r.mrr) FILTER (WHERE r.previous_mrr > 0), 0),
+         COALESCE(sum(LEAST(r.mrr, r.previous_mrr)) FILTER (WHERE r.previous_mrr > 0), 0),
+         count(*) FILTER (WHERE r.previous_mrr > 0),
+         count(*) FILTER (WHERE r.previous_mrr > 0 AND r.mrr = 0)
+    FROM r
+   GROUP BY r.month, r.currency
   UNION ALL
-  SELECT month, customer_id, NULL, movement, previous_mrr_reporting, mrr_reporting, amount_reporting, rate_to_reporting IS NOT NULL, mrr > 0, previous_mrr > 0 FROM movements
-), logos AS (
-  -- Per customer: paying at the previous month's end, and at this one's (in any of its
-  -- currencies, for the reporting row).
-  SELECT month, currency, count(*) FILTER (WHERE paid_before) AS starting_customers, count(*) FILTER (WHERE paid_before AND NOT pays) AS churned_customers
-    FROM (SELECT month, currency, customer_id, bool_or(was_paying) AS paid_before, bool_or(paying) AS pays FROM amounts GROUP BY month, currency, customer_id) c
-   GROUP BY month, currency
+  SELECT c.month, true, NULL, count(*), 0, count(*) FILTER (WHERE c.pays), 0, 0, 0, 0, 0, 0, 0, 0,
+         count(*) FILTER (WHERE c.paid), count(*) FILTER (WHERE c.paid AND NOT c.pays)
+    FROM (SELECT r.month, r.customer_id, bool_or(r.mrr > 0) AS pays, bool_or(r.previous_mrr > 0) AS paid FROM r GROUP BY r.month, r.customer_id) c
+   GROUP BY c.month;
+END;
+
+-- Kept: metric_mrr_month_sums of every customer's kept months, moved by the refresh by what it
+-- changes (a row per month, all_currencies and currency; dropped when no customer-month is left).
+CREATE TABLE metric_mrr_month_cache AS SELECT * FROM metric_mrr_month_sums('{}', 'infinity', '-infinity', true) WITH NO DATA;
+CREATE UNIQUE INDEX metric_mrr_month_cache_key ON metric_mrr_month_cache (month, all_currencies, currency) NULLS NOT DISTINCT;
+
+-- Per UTC month and currency: the MRR at the month's end, ARR (12 x MRR), paying customers (MRR >
+-- 0 at the month's end), ARPA (MRR / paying customers), the five movements (contraction and churn
+-- negative) and net new MRR (their sum), the starting MRR (the previous month's end), NRR (the
+-- starting customers' MRR now / starting MRR: expansion, contraction and churn count, new and
+-- reactivation do not) and GRR (the same with each customer capped at its starting MRR: only
+-- contraction and churn count), and the logos: starting customers (paying at the previous
+-- month's end) and churned customers (of those, paying nothing at this month's end: logo churn
+-- is churned / starting). currency NULL: all currencies together in the reporting currency
+-- (fx_rates), each customer's amounts at the rate of the month's end, a customer paying in any
+-- currency counting once; NULL amounts when a currency of that month has no rate (contracts
+-- without a Currency have no row of their own and, having no rate, make the reporting row NULL).
+-- The sums are the kept ones, less the kept months of the customers computed at the read
+-- (metric_mrr_live_customers), plus theirs as computed: the same as mrr_movements' rows added up.
+-- Amounts without trailing zeros (trim_scale), however their sums were grouped.
+CREATE VIEW mrr_monthly AS
+WITH running AS (
+  SELECT date_trunc('month', now() AT TIME ZONE 'UTC')::date AS month
+), live AS MATERIALIZED (
+  SELECT ARRAY(SELECT customer_id FROM metric_mrr_live_customers) AS ids
+), parts AS (
+  SELECT 1 AS sign, k.* FROM metric_mrr_month_cache k WHERE k.month <= (SELECT month FROM running)
+  UNION ALL
+  SELECT 1, s.* FROM live CROSS JOIN LATERAL metric_mrr_month_sums(live.ids, now(), (SELECT month FROM running), false) s
+  UNION ALL
+  SELECT -1, s.* FROM live CROSS JOIN LATERAL metric_mrr_month_sums(live.ids, now(), (SELECT month FROM running), true) s
 ), sums AS (
-  SELECT month, currency,
-         bool_and(has_rate) AS complete,
-         sum(mrr) AS mrr,
-         count(DISTINCT customer_id) FILTER (WHERE paying) AS customers,
-         COALESCE(sum(amount) FILTER (WHERE movement = 'new'), 0) AS new,
-         COALESCE(sum(amount) FILTER (WHERE movement = 'expansion'), 0) AS expansion,
-         COALESCE(sum(amount) FILTER (WHERE movement = 'contraction'), 0) AS contraction,
-         COALESCE(sum(amount) FILTER (WHERE movement = 'churn'), 0) AS churn,
-         COALESCE(sum(amount) FILTER (WHERE movement = 'reactivation'), 0) AS reactivation,
-         sum(previous_mrr) AS starting_mrr,
-         sum(mrr) FILTER (WHERE previous_mrr > 0) AS retained_mrr,
-         sum(LEAST(mrr, previous_mrr)) FILTER (WHERE previous_mrr > 0) AS retained_gross_mrr
-    FROM amounts
-   GROUP BY month, currency
+  SELECT month, all_currencies, currency,
+         trim_scale(sum(sign * mrr)) AS mrr, sum(sign * paying)::bigint AS paying,
+         trim_scale(sum(sign * new)) AS new, trim_scale(sum(sign * expansion)) AS expansion, trim_scale(sum(sign * contraction)) AS contraction,
+         trim_scale(sum(sign * churn)) AS churn, trim_scale(sum(sign * reactivation)) AS reactivation,
+         trim_scale(sum(sign * starting_mrr)) AS starting_mrr, trim_scale(sum(sign * retained_mrr)) AS retained_mrr,
+         trim_scale(sum(sign * retained_gross_mrr)) AS retained_gross_mrr,
+         sum(sign * starting_customers)::bigint AS starting_customers, sum(sign * churned_customers)::bigint AS churned_customers
+    FROM parts
+   GROUP BY month, all_currencies, currency
+  HAVING sum(sign * customer_months) > 0
+), rated AS (
+  SELECT s.*, f.rate_to_reporting AS rate
+    FROM sums s
+    CROSS JOIN LATERAL (SELECT LEAST((s.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day) e
+    LEFT JOIN metric_fx_rates f ON f.currency = s.currency AND f.valid_from <= e.end_day AND (f.valid_until IS NULL OR e.end_day < f.valid_until)
+   WHERE NOT s.all_currencies
+), totals AS (
+  SELECT r.month, NULL::text AS currency, bool_and(r.rate IS NOT NULL) AS complete,
+         trim_scale(sum(r.mrr * r.rate)) AS mrr, a.paying,
+         trim_scale(sum(r.new * r.rate)) AS new, trim_scale(sum(r.expansion * r.rate)) AS expansion, trim_scale(sum(r.contraction * r.rate)) AS contraction,
+         trim_scale(sum(r.churn * r.rate)) AS churn, trim_scale(sum(r.reactivation * r.rate)) AS reactivation,
+         trim_scale(sum(r.starting_mrr * r.rate)) AS starting_mrr, trim_scale(sum(r.retained_mrr * r.rate)) AS retained_mrr,
+         trim_scale(sum(r.retained_gross_mrr * r.rate)) AS retained_gross_mrr,
+         a.starting_customers, a.churned_customers
+    FROM rated r
+    JOIN sums a ON a.month = r.month AND a.all_currencies
+   GROUP BY r.month, a.paying, a.starting_customers, a.churned_customers
+  UNION ALL
+  SELECT month, currency, true, mrr, paying, new, expansion, contraction, churn, reactivation, starting_mrr, retained_mrr, retained_gross_mrr,
+         starting_customers, churned_customers
+    FROM rated
+   WHERE currency IS NOT NULL
 )
-SELECT sums.month,
-       sums.currency,
+SELECT month,
+       currency,
        CASE WHEN complete THEN mrr END AS mrr,
        CASE WHEN complete THEN 12 * mrr END AS arr,
-       customers,
-       CASE WHEN complete THEN mrr / NULLIF(customers, 0) END AS arpa,
+       paying AS customers,
+       CASE WHEN complete THEN mrr / NULLIF(paying, 0) END AS arpa,
        CASE WHEN complete THEN new END AS new,
        CASE WHEN complete THEN expansion END AS expansion,
        CASE WHEN complete THEN contraction END AS contraction,
        CASE WHEN complete THEN churn END AS churn,
        CASE WHEN complete THEN reactivation END AS reactivation,
-       CASE WHEN complete THEN new + expansion + contraction + churn + reactivation END AS net_new_mrr,
+       CASE WHEN complete THEN trim_scale(new + expansion + contraction + churn + reactivation) END AS net_new_mrr,
        CASE WHEN complete THEN starting_mrr END AS starting_mrr,
        CASE WHEN complete THEN retained_mrr / NULLIF(starting_mrr, 0) END AS nrr,
        CASE WHEN complete THEN retained_gross_mrr / NULLIF(starting_mrr, 0) END AS grr,
-       l.starting_customers,
-       l.churned_customers
-  FROM sums
-  JOIN logos l ON l.month = sums.month AND l.currency IS NOT DISTINCT FROM sums.currency;
+       starting_customers,
+       churned_customers
+  FROM totals;
+
+-- Moves the kept monthly sums by `sign` x metric_mrr_month_sums of the kept months of the customers
+-- named, up to `through` (the refresh: -1 before their months are replaced, +1 after).
+CREATE FUNCTION metric_mrr_move_sums(customer_ids text[], through date, sign integer) RETURNS void
+LANGUAGE sql
+BEGIN ATOMIC
+  INSERT INTO metric_mrr_month_cache AS c
+  SELECT s.month, s.all_currencies, s.currency, sign * s.customer_months, sign * s.mrr, sign * s.paying, sign * s.new, sign * s.expansion,
+         sign * s.contraction, sign * s.churn, sign * s.reactivation, sign * s.starting_mrr, sign * s.retained_mrr, sign * s.retained_gross_mrr,
+         sign * s.starting_customers, sign * s.churned_customers
+    FROM metric_mrr_month_sums(customer_ids, 'infinity', through, true) s
+   ORDER BY 1, 2, 3
+  ON CONFLICT (month, all_currencies, currency) DO UPDATE
+    SET customer_months = c.customer_months + EXCLUDED.customer_months, mrr = c.mrr + EXCLUDED.mrr, paying = c.paying + EXCLUDED.paying,
+        new = c.new + EXCLUDED.new, expansion = c.expansion + EXCLUDED.expansion, contraction = c.contraction + EXCLUDED.contraction,
+        churn = c.churn + EXCLUDED.churn, reactivation = c.reactivation + EXCLUDED.reactivation, starting_mrr = c.starting_mrr + EXCLUDED.starting_mrr,
+        retained_mrr = c.retained_mrr + EXCLUDED.retained_mrr, retained_gross_mrr = c.retained_gross_mrr + EXCLUDED.retained_gross_mrr,
+        starting_customers = c.starting_customers + EXCLUDED.starting_customers, churned_customers = c.churned_customers + EXCLUDED.churned_customers;
+  DELETE FROM metric_mrr_month_cache WHERE customer_months = 0;
+END;
 
 -- The refresh of what is kept at write time (top of this file): computes the listed contracts'
 -- and payment transactions' rows again and puts them in place of the kept ones, moves
--- contract_daily's per-day sums by the difference, and takes what it saw off the lists. Returns
--- how many contracts and transactions it refreshed. It reads one snapshot for all of that: run it in a REPEATABLE READ transaction (the
--- sink does; search_path set to the warehouse schema). Two refreshes never interleave: the second
--- waits for the first's row of metric_cache_state and then fails with a serialization error
--- (40001), to be run again. Contracts listed after the snapshot stay listed for the next one.
-CREATE TABLE metric_cache_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), refreshed_at timestamptz NOT NULL DEFAULT now(), contracts bigint NOT NULL DEFAULT 0);
-INSERT INTO metric_cache_state DEFAULT VALUES;
-
+-- contract_daily's per-day sums by the difference, does the same for the MRR months of the
+-- customers those contracts and the listed plan variants touch (and their monthly sums), and
+-- takes what it saw off the lists. Once the running month is the last one kept (a month has
+-- begun), it computes every customer's MRR months again, a month further. Returns how many
+-- contracts, transactions and plan variants it refreshed. It reads one snapshot for all of that:
+-- run it in a REPEATABLE READ transaction (the sink does; search_path set to the warehouse
+-- schema). Two refreshes never interleave: the second waits for the first's row of
+-- metric_cache_state and then fails with a serialization error (40001), to be run again.
+-- What is listed after the snapshot stays listed for the next one.
 CREATE FUNCTION metric_refresh() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   seen tid[];
   seen_payments tid[];
+  seen_variants tid[];
   n bigint;
+  running date := date_trunc('month', now() AT TIME ZONE 'UTC')::date;
+  through date;
+  customers text[];
 BEGIN
   seen := ARRAY(SELECT ctid FROM metric_contracts_dirty);
   seen_payments := ARRAY(SELECT ctid FROM metric_payments_dirty);
-  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 THEN
+  seen_variants := ARRAY(SELECT ctid FROM metric_variants_dirty);
+  through := (SELECT mrr_through FROM metric_cache_state);
+  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND through > running THEN
     RETURN 0;
   END IF;
-  n := (SELECT count(*) FROM metric_dirty_contracts) + (SELECT count(DISTINCT transaction_id) FROM metric_payments_dirty);
+  n := (SELECT count(*) FROM metric_dirty_contracts) + (SELECT count(DISTINCT transaction_id) FROM metric_payments_dirty)
+       + (SELECT count(DISTINCT plan_variant_id) FROM metric_variants_dirty);
   UPDATE metric_cache_state SET refreshed_at = now(), contracts = contracts + n;
+  -- The customers whose MRR months change, read before the spans are replaced: the kept spans
+  -- name the customers the listed contracts had.
+  IF through > running THEN
+    customers := ARRAY(SELECT customer_id FROM metric_mrr_dirty_customers);
+  END IF;
   INSERT INTO metric_daily_cache AS c (day, plan_id, state, delta, edges)
   SELECT day, plan_id, state, sum(delta), sum(edges) FROM metric_daily_dirty_deltas GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
   ON CONFLICT (day, plan_id, state) DO UPDATE SET delta = c.delta + EXCLUDED.delta, edges = c.edges + EXCLUDED.edges;
@@ -1196,13 +1389,28 @@ BEGIN
   DELETE FROM metric_payment_cache k WHERE k.transaction_id IN (SELECT transaction_id FROM metric_payments_dirty);
   INSERT INTO metric_payment_cache SELECT * FROM metric_payment_facts_live;
   DELETE FROM metric_payments_dirty WHERE ctid = ANY (seen_payments);
+  -- The MRR months, from the spans just kept (what this snapshot listed is off the list now).
+  IF through <= running THEN
+    through := (running + interval '1 month')::date;
+    customers := ARRAY(SELECT customer_id FROM metric_mrr_span_cache UNION SELECT customer_id FROM metric_mrr_customer_cache);
+    UPDATE metric_cache_state SET mrr_through = through;
+  END IF;
+  IF cardinality(customers) > 0 THEN
+    PERFORM metric_mrr_move_sums(customers, through, -1);
+    DELETE FROM metric_mrr_customer_cache k
+     WHERE k.customer_id = ANY (customers) OR (k.customer_id IS NULL AND array_position(customers, NULL) IS NOT NULL);
+    INSERT INTO metric_mrr_customer_cache SELECT * FROM metric_mrr_customer_months_in(customers, 'infinity', through);
+    PERFORM metric_mrr_move_sums(customers, through, 1);
+  END IF;
+  DELETE FROM metric_variants_dirty WHERE ctid = ANY (seen_variants);
   RETURN n;
 END
 $$;
 
 -- The writer role runs the trigger (it appends) and the refresh (the sink).
-GRANT SELECT, INSERT, DELETE ON metric_contracts_dirty, metric_payments_dirty TO billing_loader_writer;
-GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_mrr_span_cache, metric_daily_cache, metric_payment_cache, metric_cache_state TO billing_loader_writer;
+GRANT SELECT, INSERT, DELETE ON metric_contracts_dirty, metric_payments_dirty, metric_variants_dirty TO billing_loader_writer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_mrr_span_cache, metric_daily_cache, metric_payment_cache,
+                                        metric_mrr_customer_cache, metric_mrr_month_cache, metric_cache_state TO billing_loader_writer;
 
 -- The fill: every contract listed, then refreshed, under resource_versions' lock (the trigger's
 -- creation above took it), so nothing is appended meanwhile.

@@ -36,15 +36,42 @@ export async function loadMetricViewsSql(file = metricViewsFile): Promise<Metric
  * Drops the metric views (and their helpers), and the functions the file creates, inside the caller's transaction. They read the
  * typed-column views, which migrate may DROP and CREATE when the mapping changes: they go first.
  * Helpers an earlier release created and the file no longer has (metric_*) go too, or one of
- * them would block that DROP.
+ * them would block that DROP. A function may read views (its SQL-standard body depends on them)
+ * and a view may call a function: each object goes once nothing left depends on it.
  */
 export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[], functions: readonly string[] = []): Promise<void> {
-  // The file's functions first (in one statement: they may call each other): one with an
-  // SQL-standard body depends on the views it reads.
-  if (functions.length > 0) await client.query(`DROP FUNCTION IF EXISTS ${functions.map((f) => `${quoteIdent(schema)}.${quoteIdent(f)}`).join(', ')}`);
   const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname LIKE 'metric\\_%'`, [schema]);
-  const names = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])].map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`);
-  await client.query(`DROP VIEW IF EXISTS ${names.join(', ')}`);
+  const viewNames = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])];
+  // Each view and function there is, with the ones of them that depend on it (a view's
+  // dependencies are its rewrite rule's).
+  const { rows: objects } = await client.query<{ key: string; kind: 'v' | 'f'; name: string; dependents: string[] }>(
+    `WITH objects AS (
+       SELECT 'v' || c.oid AS key, 'v' AS kind, c.relname::text AS name FROM pg_class c
+        WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'v' AND c.relname = ANY ($2::text[])
+       UNION ALL
+       SELECT 'f' || p.oid, 'f', p.proname::text FROM pg_proc p
+        WHERE p.pronamespace = $1::regnamespace AND p.proname = ANY ($3::text[])
+     ), edges AS (
+       SELECT CASE WHEN d.classid = 'pg_rewrite'::regclass THEN 'v' || r.ev_class ELSE 'f' || d.objid END AS dependent,
+              CASE WHEN d.refclassid = 'pg_class'::regclass THEN 'v' ELSE 'f' END || d.refobjid AS referenced
+         FROM pg_depend d
+         LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
+        WHERE d.classid IN ('pg_rewrite'::regclass, 'pg_proc'::regclass) AND d.refclassid IN ('pg_class'::regclass, 'pg_proc'::regclass)
+     )
+     SELECT o.key, o.kind, o.name,
+            ARRAY(SELECT DISTINCT e.dependent FROM edges e JOIN objects x ON x.key = e.dependent WHERE e.referenced = o.key AND e.dependent <> o.key) AS dependents
+       FROM objects o`,
+    [schema, viewNames, [...functions]],
+  );
+  const left = new Map(objects.map((o) => [o.key, o]));
+  while (left.size > 0) {
+    const free = [...left.values()].filter((o) => o.dependents.every((d) => !left.has(d)));
+    if (free.length === 0) throw new Error(`the metric views and functions depend on each other in a cycle: ${[...left.values()].map((o) => o.name).join(', ')}`);
+    const named = (kind: 'v' | 'f') => free.filter((o) => o.kind === kind).map((o) => `${quoteIdent(schema)}.${quoteIdent(o.name)}`);
+    if (named('f').length > 0) await client.query(`DROP FUNCTION ${named('f').join(', ')}`);
+    if (named('v').length > 0) await client.query(`DROP VIEW ${named('v').join(', ')}`);
+    for (const o of free) left.delete(o.key);
+  }
   // What the file keeps at write time: the trigger that lists the contracts to refresh, its
   // function, and the tables (metric_*: the kept rows and the list), filled again when the file is
   // applied.

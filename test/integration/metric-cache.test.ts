@@ -48,7 +48,9 @@ async function answers(client: pg.PoolClient, sqls: readonly string[]): Promise<
  * computed from the versions at the read, whatever the kept rows held.
  */
 async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
-  await client.query('DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache');
+  await client.query(
+    'DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache; DELETE FROM metric_mrr_customer_cache; DELETE FROM metric_mrr_month_cache',
+  );
   await client.query(`INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract'`);
   await client.query(`INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction'`);
 }
@@ -120,7 +122,16 @@ describe('metric rows kept at write time', () => {
       }));
       await appendVersions(pool, schema, catalog);
       const random = createRandom(7).next;
-      const pending = [...histories.flat(), ...paymentHistories(11, 24)];
+      // Prices change while contracts are on them (every customer on the variant moves), and
+      // contracts start or end between now and the running month's end (the kept running month is
+      // at its end, the views' at now).
+      const prices: AppendedVersion[] = [
+        { ...catalog[0]!, version: 2, at: '2025-09-01T00:00:00Z', body: { ...catalog[0]!.body, RecurringFee: 12.5 } },
+        { ...catalog[1]!, version: 2, at: '2026-02-01T00:00:00Z', body: { ...catalog[1]!.body, RecurringFee: 17 } },
+        { ...catalog[0]!, version: 3, at: '2026-06-01T00:00:00Z', body: { ...catalog[0]!.body, RecurringFee: 9 } },
+      ];
+      const pending = [...histories.flat(), ...paymentHistories(11, 24), ...runningMonthHistories()];
+      for (const price of prices) pending.splice(Math.floor(random() * pending.length), 0, price);
       // Versions go in in order of reading, but one in six swaps with the next (a late version).
       for (let i = 0; i + 1 < pending.length; i++) {
         if (random() < 1 / 6) [pending[i], pending[i + 1]] = [pending[i + 1]!, pending[i]!];
@@ -152,7 +163,53 @@ describe('metric rows kept at write time', () => {
         expect.arrayContaining(['new', 'trial_start', 'trial_conversion', 'trial_not_converted', 'plan_change', 'cancellation', 'reactivation', 'churn']),
       );
       expect(live['SELECT * FROM mrr_monthly']!.length).toBeGreaterThan(10);
+      expect(live['SELECT * FROM mrr_movements']!.map((r) => JSON.parse(r).movement)).toEqual(
+        expect.arrayContaining(['new', 'expansion', 'contraction', 'churn', 'reactivation', 'unchanged']),
+      );
       expect(live['SELECT * FROM payment_outcomes']!.length).toBeGreaterThan(5);
+    });
+
+    it('the MRR views read the kept months and sums, and every customer from the spans once the kept months end before the running month', async () => {
+      await refreshMetrics(pool, schema);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+        const state = await client.query<{ through: string; running: string }>(
+          `SELECT mrr_through::text AS through, date_trunc('month', now() AT TIME ZONE 'UTC')::date::text AS running FROM metric_cache_state`,
+        );
+        // Kept up to the month after the running one.
+        const { through, running } = state.rows[0]!;
+        expect(through > running).toBe(true);
+        const before = await answers(client, questions([]));
+        // Read from the kept rows: a change to them shows (rolled back below).
+        const month = (await client.query<{ m: string }>(`SELECT min(month)::text AS m FROM metric_mrr_month_cache WHERE currency = 'EUR' AND mrr > 0`)).rows[0]!.m;
+        await client.query(`UPDATE metric_mrr_month_cache SET mrr = mrr + 1000 WHERE month = $1 AND currency = 'EUR' AND NOT all_currencies`, [month]);
+        const moved = await client.query<{ mrr: string }>(`SELECT mrr FROM mrr_monthly WHERE month = $1 AND currency = 'EUR'`, [month]);
+        const kept = before['SELECT * FROM mrr_monthly']!.map((r) => JSON.parse(r)).find((r) => r.month === month && r.currency === 'EUR');
+        expect(Number(moved.rows[0]!.mrr)).toBeCloseTo(Number(kept.mrr) + 1000, 6);
+        await client.query(`UPDATE metric_mrr_month_cache SET mrr = mrr - 1000 WHERE month = $1 AND currency = 'EUR' AND NOT all_currencies`, [month]);
+        expect(Number((await client.query(`SELECT count(*) FROM metric_mrr_customer_cache`)).rows[0].count)).toBeGreaterThan(50);
+        // Kept months that end before the running month (no refresh since it began): every
+        // customer is computed at the read, the answers stay the same ...
+        await client.query(`UPDATE metric_cache_state SET mrr_through = (date_trunc('month', now() AT TIME ZONE 'UTC') - interval '1 month')::date`);
+        const stale = await answers(client, questions([]));
+        for (const sql of Object.keys(before)) expect(stale[sql], `${sql}, kept months ending last month`).toEqual(before[sql]);
+        // ... and the next refresh keeps every customer's months again, up to the month after the running one.
+        const keptMonths = async () => (await client.query<{ n: string }>('SELECT count(*) AS n FROM metric_mrr_customer_cache')).rows[0]!.n;
+        const months = await keptMonths();
+        expect(Number((await client.query<{ n: string }>('SELECT metric_refresh() AS n')).rows[0]!.n)).toBe(0);
+        expect(await keptMonths()).toBe(months);
+        expect((await client.query<{ through: string }>('SELECT mrr_through::text AS through FROM metric_cache_state')).rows[0]!.through).toBe(through);
+        const refreshed = await answers(client, questions([]));
+        for (const sql of Object.keys(before)) expect(refreshed[sql], `${sql}, after the refresh that kept a month further`).toEqual(before[sql]);
+        await forgetKeptRows(client);
+        const live = await answers(client, questions([]));
+        for (const sql of Object.keys(before)) expect(live[sql], `${sql}, nothing kept`).toEqual(before[sql]);
+      } finally {
+        await client.query('ROLLBACK').catch(() => undefined);
+        client.release();
+      }
     });
 
     it('a refresh leaves listed what was appended after its snapshot, and a second refresh beside it gives way', async () => {
@@ -246,6 +303,7 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
     const currency = random() < 0.7 ? 'EUR' : 'CHF';
     const variant = (n: number) => `v-${n}`;
     let plan = 1 + Math.floor(random() * 3);
+    let customer = `cu-${k % 9}`;
     const phases: Record<string, unknown>[] = trial ? [{ Type: 'Trial', StartDate: start.toISOString(), PlanId: `plan-${plan}` }] : [];
     const firstNormal = trial ? day(start, 14) : start.toISOString();
     if (!trial || random() < 0.6) phases.push({ Type: 'Normal', StartDate: firstNormal, PlanId: `plan-${plan}`, PlanVariantId: variant(plan), Quantity: 1 + Math.floor(random() * 3) });
@@ -254,7 +312,7 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
     const versions: AppendedVersion[] = [];
     const body = (status: string) => ({
       Id: id,
-      CustomerId: `cu-${k % 9}`,
+      CustomerId: customer,
       PlanId: `plan-${plan}`,
       Currency: currency,
       StartDate: start.toISOString(),
@@ -274,7 +332,11 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
         plan = 1 + ((plan + Math.floor(random() * 2)) % 3);
         phases.push({ Type: 'Normal', StartDate: day(read, 1 + Math.floor(random() * 20)), PlanId: `plan-${plan}`, PlanVariantId: variant(plan), Quantity: 1 });
         push(body('Active'));
-      } else if (r < 0.7 && !endDate) {
+      } else if (r < 0.45 && !endDate) {
+        // The contract moves to another customer: both customers' MRR months change.
+        customer = `cu-${(k + 1 + Math.floor(random() * 8)) % 9}`;
+        push(body('Active'));
+      } else if (r < 0.75 && !endDate) {
         endDate = day(read, Math.floor(random() * 90) - 30);
         phases.push({ Type: 'Inactive', StartDate: endDate });
         push(body(new Date(endDate) < new Date() ? 'Ended' : 'Active'));
@@ -290,6 +352,34 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
     out.push(versions);
   }
   return out;
+}
+
+/**
+ * Contracts whose paying span starts, or ends, between now and the end of the running UTC month
+ * (at the midpoint), read a month before, for customers with other contracts kept.
+ */
+function runningMonthHistories(): AppendedVersion[] {
+  const now = Date.now();
+  const d = new Date(now);
+  const monthEnd = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  const between = new Date((now + monthEnd) / 2).toISOString();
+  const read = new Date(now - 30 * 86_400_000).toISOString();
+  const contract = (id: string, customer: string, start: string, end?: string): AppendedVersion => ({
+    type: 'Contract',
+    id,
+    version: 1,
+    at: read,
+    body: {
+      Id: id,
+      CustomerId: customer,
+      Currency: 'EUR',
+      StartDate: start,
+      LifecycleStatus: 'Active',
+      Phases: [{ Type: 'Normal', StartDate: start, PlanId: 'plan-1', PlanVariantId: 'v-1', Quantity: 2 }, ...(end ? [{ Type: 'Inactive', StartDate: end }] : [])],
+      ...(end ? { EndDate: end } : {}),
+    },
+  });
+  return [contract('running-starts', 'cu-1', between), contract('running-ends', 'cu-2', '2025-03-01T00:00:00Z', between), contract('running-both', 'cu-running', between)];
 }
 
 /** Payment transactions: pending, then succeeded or failed (some retried), some deleted. */
