@@ -1013,6 +1013,8 @@ CREATE INDEX metric_mrr_span_cache_contract ON metric_mrr_span_cache (contract_i
 CREATE INDEX metric_mrr_span_cache_customer ON metric_mrr_span_cache (customer_id);
 CREATE INDEX metric_mrr_span_cache_starts ON metric_mrr_span_cache (starts_at);
 CREATE INDEX metric_mrr_span_cache_ends ON metric_mrr_span_cache (ends_at);
+-- And by plan variant (the customers on a listed one).
+CREATE INDEX metric_mrr_span_cache_variant ON metric_mrr_span_cache (plan_variant_id);
 
 -- Every contract's paying spans, the future ones too (the kept ones of the contracts not listed,
 -- the live ones of the listed); metric_mrr_spans: those started by now.
@@ -1146,9 +1148,9 @@ UNION
 SELECT s.customer_id FROM metric_mrr_spans_all s JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id, m
  WHERE p.price_from BETWEEN m.now AND m.month_end
 UNION
-SELECT s.customer_id FROM metric_mrr_spans_all s, m WHERE m.stale
+SELECT s.customer_id FROM metric_mrr_spans_all s WHERE (SELECT m.stale FROM m)
 UNION
-SELECT k.customer_id FROM metric_mrr_customer_cache k, m WHERE m.stale;
+SELECT k.customer_id FROM metric_mrr_customer_cache k WHERE (SELECT m.stale FROM m);
 
 -- Every customer's months up to the running one, as of now(): the kept ones of the customers not
 -- in metric_mrr_live_customers, the others computed at the read.
