@@ -8,7 +8,7 @@
 // `billing-loader demo`, or the sandbox scenario's of an integration test run kept with
 // --keep) N times (default 50) into a fresh schema, each copy's contracts and customers under
 // ids of their own and the catalog once, so that the contracts' lives, phases and prices are
-// real ones; then times a SELECT count(*) of mrr_daily, mrr_movements and mrr_monthly, the median
+// real ones; then times a SELECT count(*) of mrr_daily (whole and yesterday), mrr_movements and mrr_monthly, the median
 // of R runs (default 3), first as loaded (every contract listed, computed at the read), then after
 // the refresh a sink runs (the kept rows read). DATABASE_URL from the environment; the schema is dropped unless --keep.
 import { randomBytes } from 'node:crypto';
@@ -49,12 +49,18 @@ try {
   const { rows } = await pool.query(`SELECT (SELECT count(*) FROM ${s}.contract_current)::int AS contracts, (SELECT count(*) FROM ${s}.resource_versions)::int AS versions`);
   console.log(`schema ${schema}: ${rows[0].versions} versions, ${rows[0].contracts} contracts (${copies} copies of ${values.from}), loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const timeViews = async (state) => {
-    for (const view of ['mrr_daily', 'mrr_movements', 'mrr_monthly']) {
+    const forms = [
+      ['mrr_daily', `${s}.mrr_daily`],
+      ['mrr_daily, yesterday', `${s}.mrr_daily WHERE day = (now() AT TIME ZONE 'UTC')::date - 1`],
+      ['mrr_movements', `${s}.mrr_movements`],
+      ['mrr_monthly', `${s}.mrr_monthly`],
+    ];
+    for (const [view, from] of forms) {
       const times = [];
       let n = 0;
       for (let i = 0; i < runs; i++) {
         const t = performance.now();
-        n = (await pool.query(`SELECT count(*)::int AS n FROM ${s}.${view}`)).rows[0].n;
+        n = (await pool.query(`SELECT count(*)::int AS n FROM ${from}`)).rows[0].n;
         times.push(performance.now() - t);
       }
       times.sort((a, b) => a - b);
