@@ -474,49 +474,69 @@ SELECT date_trunc('month', trial_start_date AT TIME ZONE 'UTC')::date AS cohort_
 -- service's clock, whenever the loader read it (a backfill included), where <t>_as_of(at) is what
 -- the loader had read by then.
 --
+-- The customers and contracts below are read so that a filter on one customer or one contract
+-- reaches every table by key (the overviews of one row cost that row, not every customer): no
+-- CTE is read twice, each customer's contracts are summed in a grouped subquery joined on the
+-- customer (a filter on the customer is pushed into it), and a deletion is looked up by the
+-- customer, from current_facts by key and from the CustomerDeleted webhooks (all of them, through
+-- the index on event: as many as the customers deleted), never from a computation over every
+-- customer. Read whole, each is one pass over the customers and contracts, joined by hash.
+--
+-- The customers the loader learnt were deleted, and when (deleted_at: the loader's clock, the
+-- service sends no deletion time a reader can fetch). From a deletion version (a customer whose
+-- current version is a deletion): the deletion's first webhook, else its read. One row per such
+-- customer, not grouped, so that a join on the customer reads current_facts by key.
+CREATE VIEW metric_customer_deletion_reads AS
+SELECT c.resource_id AS customer_id,
+       LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
+                             WHERE r.resource_type = 'Customer' AND r.resource_id = c.resource_id AND r.version = c.version)) AS deleted_at
+  FROM current_facts c
+ WHERE c.resource_type = 'Customer' AND c.deleted;
+
+-- From the CustomerDeleted webhooks: the first one received naming the customer (CustomerId, any
+-- letter case). A customer may have a row here and in metric_customer_deletion_reads: it was
+-- deleted when the earlier of the two says.
+CREATE VIEW metric_customer_deletion_webhooks AS
+SELECT wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')) AS customer_id, min(w.received_at) AS deleted_at
+  FROM webhook_events w
+ WHERE w.event = 'CustomerDeleted'
+ GROUP BY 1;
+
+-- A customer's contracts by key (the overviews and metric_customer_last_known read for one customer).
+CREATE INDEX metric_contract_cache_customer ON metric_contract_cache (customer_id);
+
 -- Every customer the loader knows: from its last version that is not a deletion, else (never read:
 -- deleted before the loader first asked for it) only its id, named by a contract or by its
--- CustomerDeleted webhook. deleted_at: when the loader learnt of the deletion (the deletion
--- version's first webhook, else its read, else a CustomerDeleted webhook): a deleted customer can
--- no longer be read, so its last known state stays.
+-- CustomerDeleted webhook. deleted_at: when the loader learnt of the deletion (the earlier of the
+-- two views above): a deleted customer can no longer be read, so its last known state stays.
+-- Three disjoint parts, each read by key when filtered on one customer: the customers the service
+-- still has (customer_current: their current version is their latest), those whose current
+-- version is a deletion (their last version before it, from customer_history), and the ids that
+-- are not in current_facts at all, named by a contract or a CustomerDeleted webhook.
 CREATE VIEW metric_customer_last_known AS
-WITH versions AS (
-  -- The latest version of a customer the service still has is its current one (customer_current:
-  -- one row per customer); only a deleted customer's history is read, for its last version before
-  -- the deletion.
-  SELECT c.resource_id AS customer_id, c.version, c.valid_from AS last_read_at, c.created_at, c.customer_name, c.company_name,
-         c.first_name, c.last_name, c.email_address, c.external_customer_id, c.address_country, c.locale, c.is_locked
-    FROM customer_current c
-  UNION ALL
-  (SELECT DISTINCT ON (h.resource_id) h.resource_id, h.version, h.valid_from, h.created_at, h.customer_name, h.company_name,
-          h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
-     FROM current_facts d
-     JOIN customer_history h ON h.resource_id = d.resource_id
-    WHERE d.resource_type = 'Customer' AND d.deleted AND NOT h.deleted
-    ORDER BY h.resource_id, h.version DESC)
-), deletions AS (
-  SELECT c.resource_id AS customer_id,
-         LEAST(c.valid_from, (SELECT min(w.received_at) FROM resource_versions r CROSS JOIN unnest(r.source_event_ids) AS u(id) JOIN webhook_events w ON w.event_id = u.id
-                               WHERE r.resource_type = 'Customer' AND r.resource_id = c.resource_id AND r.version = c.version)) AS deleted_at
-    FROM current_facts c
-   WHERE c.resource_type = 'Customer' AND c.deleted
-  UNION ALL
-  SELECT wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')), min(w.received_at)
-    FROM webhook_events w
-   WHERE w.event = 'CustomerDeleted'
-   GROUP BY 1
-), ids AS (
-  SELECT customer_id FROM versions
-  UNION
-  SELECT customer_id FROM deletions WHERE customer_id IS NOT NULL
-  UNION
-  SELECT customer_id FROM metric_contract_lifecycle_all WHERE customer_id IS NOT NULL
-)
-SELECT i.customer_id, v.version IS NOT NULL AS read, d.deleted_at IS NOT NULL AS deleted, d.deleted_at, v.last_read_at, v.created_at, v.customer_name,
-       v.company_name, v.first_name, v.last_name, v.email_address, v.external_customer_id, v.address_country, v.locale, v.is_locked
-  FROM ids i
-  LEFT JOIN versions v ON v.customer_id = i.customer_id
-  LEFT JOIN (SELECT customer_id, min(deleted_at) AS deleted_at FROM deletions GROUP BY 1) d ON d.customer_id = i.customer_id;
+SELECT c.resource_id AS customer_id, true AS read, w.deleted_at IS NOT NULL AS deleted, w.deleted_at, c.valid_from AS last_read_at, c.created_at,
+       c.customer_name, c.company_name, c.first_name, c.last_name, c.email_address, c.external_customer_id, c.address_country, c.locale, c.is_locked
+  FROM customer_current c
+  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = c.resource_id
+UNION ALL
+SELECT d.customer_id, h.version IS NOT NULL, true, LEAST(d.deleted_at, w.deleted_at), h.valid_from, h.created_at,
+       h.customer_name, h.company_name, h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
+  FROM metric_customer_deletion_reads d
+  LEFT JOIN LATERAL (SELECT h.version, h.valid_from, h.created_at, h.customer_name, h.company_name, h.first_name, h.last_name, h.email_address,
+                            h.external_customer_id, h.address_country, h.locale, h.is_locked
+                       FROM customer_history h
+                      WHERE h.resource_id = d.customer_id AND NOT h.deleted
+                      ORDER BY h.version DESC LIMIT 1) h ON true
+  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = d.customer_id
+UNION ALL
+SELECT i.customer_id, false, w.deleted_at IS NOT NULL, w.deleted_at, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM (SELECT l.customer_id FROM metric_contract_lifecycle_all l
+         WHERE l.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = l.customer_id)
+        UNION
+        SELECT w.customer_id FROM metric_customer_deletion_webhooks w
+         WHERE w.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = w.customer_id)) i
+  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = i.customer_id;
 
 -- The contracts on the service's clock at a moment: each contract started by `at` and not deleted
 -- by then, in the state and on the plan of its span at `at` (contract_segments): state_since and
@@ -543,26 +563,32 @@ END;
 -- (contract_state_at) and status: paying (a contract active or cancelled but running), in_trial,
 -- ended (every contract ended), none (no contract started). Its other fields are its last known
 -- ones: the service dates no change of a customer's data, and a version's valid_from is when the
--- loader read it. customer_state_on(day): at the end of that UTC day.
+-- loader read it. customer_state_on(day): at the end of that UTC day. The contracts are counted
+-- per customer before the join (one row per customer to join, not one per contract).
 CREATE FUNCTION customer_state_at("at" timestamptz)
 RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
                deleted_at timestamptz, customer_name text, company_name text, email_address text, external_customer_id text, address_country text)
 LANGUAGE sql STABLE
 BEGIN ATOMIC
   SELECT k.customer_id,
-         CASE WHEN count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
-              WHEN count(*) FILTER (WHERE c.state = 'in_trial') > 0 THEN 'in_trial'
-              WHEN count(c.contract_id) > 0 THEN 'ended'
+         CASE WHEN c.contracts_paying > 0 THEN 'paying'
+              WHEN c.contracts_in_trial > 0 THEN 'in_trial'
+              WHEN c.contracts > 0 THEN 'ended'
               ELSE 'none' END,
-         count(*) FILTER (WHERE c.state = 'in_trial'),
-         count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')),
-         count(*) FILTER (WHERE c.state = 'ended'),
+         COALESCE(c.contracts_in_trial, 0),
+         COALESCE(c.contracts_paying, 0),
+         COALESCE(c.contracts_ended, 0),
          k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
     FROM metric_customer_last_known k
-    LEFT JOIN contract_state_at("at") c ON c.customer_id = k.customer_id
+    LEFT JOIN (SELECT s.customer_id,
+                      count(*) AS contracts,
+                      count(*) FILTER (WHERE s.state = 'in_trial') AS contracts_in_trial,
+                      count(*) FILTER (WHERE s.state IN ('active', 'cancelled_running')) AS contracts_paying,
+                      count(*) FILTER (WHERE s.state = 'ended') AS contracts_ended
+                 FROM contract_state_at("at") s
+                GROUP BY s.customer_id) c ON c.customer_id = k.customer_id
    WHERE (k.deleted_at IS NULL OR k.deleted_at > "at")
-   GROUP BY k.customer_id, k.created_at, k.deleted_at, k.customer_name, k.company_name, k.email_address, k.external_customer_id, k.address_country
-  HAVING COALESCE(k.created_at <= "at", count(c.contract_id) > 0);
+     AND COALESCE(k.created_at <= "at", c.contracts > 0);
 END;
 CREATE FUNCTION customer_state_on(day date)
 RETURNS TABLE (customer_id text, status text, contracts_in_trial bigint, contracts_paying bigint, contracts_ended bigint, created_at timestamptz,
@@ -573,37 +599,66 @@ BEGIN ATOMIC
 END;
 
 -- One row per contract the loader knows, a deleted one (deleted, deleted_at) from its last known
--- body: its lifecycle (metric_contract_lifecycle_all), its state and plan now (contract_segments:
--- not_started before its StartDate), and whether its customer was deleted, and when.
-CREATE VIEW subscription_overview AS
+-- body: its lifecycle (metric_contract_lifecycle_all) and its state and plan now
+-- (contract_segments: not_started before its StartDate). subscription_overview is these rows with
+-- the customer's deletion; customer_overview sums them per customer.
+CREATE VIEW metric_contract_overview AS
 SELECT l.contract_id, l.customer_id, COALESCE(n.state, 'not_started') AS state, COALESCE(n.plan_id, l.plan_id) AS plan_id,
        l.start_date, l.trial_start_date, l.trial_end_date, l.trial_outcome, l.converted_at, l.paying_from, l.cancelled_at, l.ended_at, l.end_kind,
-       l.deleted, l.deleted_at, k.deleted AS customer_deleted, k.deleted_at AS customer_deleted_at
+       l.deleted, l.deleted_at
   FROM metric_contract_lifecycle_all l
-  LEFT JOIN contract_segments n ON n.contract_id = l.contract_id AND n.valid_from <= now() AND (n.valid_to IS NULL OR now() < n.valid_to)
-  LEFT JOIN metric_customer_last_known k ON k.customer_id = l.customer_id;
+  -- The span at now() of contract_segments, whose two parts are joined each on its own (a kept
+  -- contract's span by key: an index scan for one contract or customer; the listed contracts'
+  -- computed once): a join on contract_segments itself, a UNION ALL with a computed part, cannot
+  -- look the kept rows up by key and reads them all.
+  LEFT JOIN (SELECT k.contract_id, k.state, k.plan_id FROM metric_segment_cache k
+              WHERE k.valid_from <= now() AND (k.valid_to IS NULL OR now() < k.valid_to)
+                AND NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)) kn ON kn.contract_id = l.contract_id
+  LEFT JOIN (SELECT s.contract_id, s.state, s.plan_id FROM metric_contract_segments_live s
+              WHERE s.valid_from <= now() AND (s.valid_to IS NULL OR now() < s.valid_to)) ln ON ln.contract_id = l.contract_id
+  CROSS JOIN LATERAL (SELECT COALESCE(kn.state, ln.state) AS state, COALESCE(kn.plan_id, ln.plan_id) AS plan_id) n;
+
+-- One row per contract the loader knows (metric_contract_overview), and whether its customer was
+-- deleted, and when (metric_customer_last_known's deleted and deleted_at: every customer a
+-- contract names has a row there; NULL for a contract that names none), looked up by the
+-- contract's customer.
+CREATE VIEW subscription_overview AS
+SELECT o.contract_id, o.customer_id, o.state, o.plan_id, o.start_date, o.trial_start_date, o.trial_end_date, o.trial_outcome, o.converted_at,
+       o.paying_from, o.cancelled_at, o.ended_at, o.end_kind, o.deleted, o.deleted_at,
+       CASE WHEN o.customer_id IS NOT NULL THEN d.deleted_at IS NOT NULL END AS customer_deleted, d.deleted_at AS customer_deleted_at
+  FROM metric_contract_overview o
+  LEFT JOIN metric_customer_deletion_reads r ON r.customer_id = o.customer_id
+  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = o.customer_id
+  CROSS JOIN LATERAL (SELECT LEAST(r.deleted_at, w.deleted_at) AS deleted_at) d;
 
 -- One row per customer the loader knows (metric_customer_last_known: a deleted one with its last
 -- known fields and deleted_at, one never read with its id only), so every contract has its
--- customer's row: its contracts now (subscription_overview), status now as customer_state_at
--- gives it (none: no contract started), when it first paid and when its last contract ended.
+-- customer's row: its contracts now (those of subscription_overview, metric_contract_overview,
+-- summed per customer), status now as customer_state_at gives it (none: no contract started),
+-- when it first paid and when its last contract ended.
 CREATE VIEW customer_overview AS
 SELECT k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read_at, k.customer_name, k.company_name, k.first_name, k.last_name,
        k.email_address, k.external_customer_id, k.address_country, k.locale, k.is_locked,
-       CASE WHEN count(*) FILTER (WHERE o.state IN ('active', 'cancelled_running')) > 0 THEN 'paying'
-            WHEN count(*) FILTER (WHERE o.state = 'in_trial') > 0 THEN 'in_trial'
-            WHEN count(*) FILTER (WHERE o.state = 'ended') > 0 THEN 'ended'
+       CASE WHEN o.contracts_paying > 0 THEN 'paying'
+            WHEN o.contracts_in_trial > 0 THEN 'in_trial'
+            WHEN o.contracts_ended > 0 THEN 'ended'
             ELSE 'none' END AS status,
-       count(o.contract_id) AS contracts,
-       count(*) FILTER (WHERE o.state = 'in_trial') AS contracts_in_trial,
-       count(*) FILTER (WHERE o.state IN ('active', 'cancelled_running')) AS contracts_paying,
-       count(*) FILTER (WHERE o.state = 'ended') AS contracts_ended,
-       min(o.paying_from) AS first_paid_at,
-       max(o.ended_at) AS last_ended_at
+       COALESCE(o.contracts, 0) AS contracts,
+       COALESCE(o.contracts_in_trial, 0) AS contracts_in_trial,
+       COALESCE(o.contracts_paying, 0) AS contracts_paying,
+       COALESCE(o.contracts_ended, 0) AS contracts_ended,
+       o.first_paid_at,
+       o.last_ended_at
   FROM metric_customer_last_known k
-  LEFT JOIN subscription_overview o ON o.customer_id = k.customer_id
- GROUP BY k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read_at, k.customer_name, k.company_name, k.first_name, k.last_name,
-          k.email_address, k.external_customer_id, k.address_country, k.locale, k.is_locked;
+  LEFT JOIN (SELECT c.customer_id,
+                    count(*) AS contracts,
+                    count(*) FILTER (WHERE c.state = 'in_trial') AS contracts_in_trial,
+                    count(*) FILTER (WHERE c.state IN ('active', 'cancelled_running')) AS contracts_paying,
+                    count(*) FILTER (WHERE c.state = 'ended') AS contracts_ended,
+                    min(c.paying_from) AS first_paid_at,
+                    max(c.ended_at) AS last_ended_at
+               FROM metric_contract_overview c
+              GROUP BY c.customer_id) o ON o.customer_id = k.customer_id;
 
 -- Payment escalations from what the service sends. The id a PaymentEscalated names
 -- (PaymentEscalationProcessId) is the legal entity's escalation settings, not a per-contract
