@@ -104,7 +104,8 @@ END;
 -- and of each payment transaction, and the per-day sums contract_daily adds up, are kept in
 -- tables (metric_*_cache), so that a read costs what its answer holds, not the whole history.
 -- The trigger below lists in metric_contracts_dirty and metric_payments_dirty every contract and
--- transaction whose versions a statement appends; metric_refresh() (at the end of this file; the
+-- transaction whose versions a statement appends (and each customer's last known fields, kept
+-- alike in metric_customer_cache: "Business dates" below); metric_refresh() (at the end of this file; the
 -- sink runs it every SINK_METRICS_REFRESH_MS) computes the listed ones' rows again from their
 -- versions, puts them in place of the kept ones and takes them off the lists. Until then every
 -- view reads a listed contract's or transaction's rows as computed from its versions at the read
@@ -133,6 +134,8 @@ BEGIN
                  TG_TABLE_SCHEMA, 'PaymentTransaction');
   EXECUTE format('INSERT INTO %I.metric_variants_dirty (plan_variant_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
                  TG_TABLE_SCHEMA, 'PlanVariant');
+  EXECUTE format('INSERT INTO %I.metric_customers_dirty (customer_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = %L',
+                 TG_TABLE_SCHEMA, 'Customer');
   RETURN NULL;
 END
 $$;
@@ -505,37 +508,70 @@ SELECT wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid'))
 -- A customer's contracts by key (the overviews and metric_customer_last_known read for one customer).
 CREATE INDEX metric_contract_cache_customer ON metric_contract_cache (customer_id);
 
+-- Each customer's last known version, kept at write time like the contracts' rows (top of this
+-- file): reading every customer's fields from its body (customer_current's typed columns) at each
+-- read is most of the cost of customer_state_on. The trigger lists in metric_customers_dirty every
+-- customer whose versions a statement appends; metric_refresh() computes their rows again. One
+-- row per customer in current_facts: deleted, whether its current version is a deletion; the
+-- fields of its current version, or for a deleted one of its last version before the deletion
+-- (customer_history; none: version and the fields NULL). Nothing here depends on anything but the
+-- customer's own versions: its deletion time and the ids only contracts and webhooks name are read
+-- at each read (metric_customer_last_known).
+CREATE TABLE metric_customers_dirty (customer_id text NOT NULL);
+CREATE INDEX metric_customers_dirty_customer ON metric_customers_dirty (customer_id);
+
+-- The listed customers' rows, computed from their versions.
+CREATE VIEW metric_customer_versions_live AS
+SELECT c.resource_id AS customer_id, false AS deleted, c.version, c.valid_from AS last_read_at, c.created_at, c.customer_name, c.company_name,
+       c.first_name, c.last_name, c.email_address, c.external_customer_id, c.address_country, c.locale, c.is_locked
+  FROM (SELECT DISTINCT customer_id FROM metric_customers_dirty) l
+  JOIN customer_current c ON c.resource_id = l.customer_id
+UNION ALL
+SELECT d.resource_id, true, h.version, h.valid_from, h.created_at, h.customer_name, h.company_name,
+       h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
+  FROM (SELECT DISTINCT customer_id FROM metric_customers_dirty) l
+  JOIN current_facts d ON d.resource_type = 'Customer' AND d.resource_id = l.customer_id AND d.deleted
+  LEFT JOIN LATERAL (SELECT h.version, h.valid_from, h.created_at, h.customer_name, h.company_name, h.first_name, h.last_name, h.email_address,
+                            h.external_customer_id, h.address_country, h.locale, h.is_locked
+                       FROM customer_history h
+                      WHERE h.resource_id = d.resource_id AND NOT h.deleted
+                      ORDER BY h.version DESC LIMIT 1) h ON true;
+
+CREATE TABLE metric_customer_cache AS SELECT * FROM metric_customer_versions_live WITH NO DATA;
+ALTER TABLE metric_customer_cache ADD PRIMARY KEY (customer_id);
+-- The writer role runs the trigger and the refresh.
+GRANT SELECT, INSERT, DELETE ON metric_customers_dirty TO billing_loader_writer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON metric_customer_cache TO billing_loader_writer;
+
+-- Every customer's row: the kept ones of the customers not listed, the live ones of the listed.
+CREATE VIEW metric_customer_versions AS
+SELECT k.* FROM metric_customer_cache k WHERE NOT EXISTS (SELECT FROM metric_customers_dirty d WHERE d.customer_id = k.customer_id)
+UNION ALL
+SELECT * FROM metric_customer_versions_live;
+
 -- Every customer the loader knows: from its last version that is not a deletion, else (never read:
 -- deleted before the loader first asked for it) only its id, named by a contract or by its
 -- CustomerDeleted webhook. deleted_at: when the loader learnt of the deletion (the earlier of the
 -- two views above): a deleted customer can no longer be read, so its last known state stays.
--- Three disjoint parts, each read by key when filtered on one customer: the customers the service
--- still has (customer_current: their current version is their latest), those whose current
--- version is a deletion (their last version before it, from customer_history), and the ids that
--- are not in current_facts at all, named by a contract or a CustomerDeleted webhook.
+-- Two disjoint parts, each read by key when filtered on one customer: the customers in
+-- current_facts (metric_customer_versions), and the ids that are not in current_facts at all,
+-- named by a contract or a CustomerDeleted webhook.
 CREATE VIEW metric_customer_last_known AS
-SELECT c.resource_id AS customer_id, true AS read, w.deleted_at IS NOT NULL AS deleted, w.deleted_at, c.valid_from AS last_read_at, c.created_at,
-       c.customer_name, c.company_name, c.first_name, c.last_name, c.email_address, c.external_customer_id, c.address_country, c.locale, c.is_locked
-  FROM customer_current c
-  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = c.resource_id
-UNION ALL
-SELECT d.customer_id, h.version IS NOT NULL, true, LEAST(d.deleted_at, w.deleted_at), h.valid_from, h.created_at,
-       h.customer_name, h.company_name, h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
-  FROM metric_customer_deletion_reads d
-  LEFT JOIN LATERAL (SELECT h.version, h.valid_from, h.created_at, h.customer_name, h.company_name, h.first_name, h.last_name, h.email_address,
-                            h.external_customer_id, h.address_country, h.locale, h.is_locked
-                       FROM customer_history h
-                      WHERE h.resource_id = d.customer_id AND NOT h.deleted
-                      ORDER BY h.version DESC LIMIT 1) h ON true
-  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = d.customer_id
+SELECT v.customer_id, v.version IS NOT NULL AS read, d.deleted_at IS NOT NULL AS deleted, d.deleted_at, v.last_read_at, v.created_at,
+       v.customer_name, v.company_name, v.first_name, v.last_name, v.email_address, v.external_customer_id, v.address_country, v.locale, v.is_locked
+  FROM metric_customer_versions v
+  LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = v.customer_id
+  -- The deletion version's time looked up for the deleted customers only, by key.
+  CROSS JOIN LATERAL (SELECT LEAST(CASE WHEN v.deleted THEN (SELECT r.deleted_at FROM metric_customer_deletion_reads r WHERE r.customer_id = v.customer_id) END,
+                                   w.deleted_at) AS deleted_at) d
 UNION ALL
 SELECT i.customer_id, false, w.deleted_at IS NOT NULL, w.deleted_at, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM (SELECT l.customer_id FROM metric_contract_lifecycle_all l
-         WHERE l.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = l.customer_id)
+         WHERE l.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM metric_customer_versions c WHERE c.customer_id = l.customer_id)
         UNION
         SELECT w.customer_id FROM metric_customer_deletion_webhooks w
-         WHERE w.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = w.customer_id)) i
+         WHERE w.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM metric_customer_versions c WHERE c.customer_id = w.customer_id)) i
   LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = i.customer_id;
 
 -- The contracts on the service's clock at a moment: each contract started by `at` and not deleted
@@ -1400,9 +1436,9 @@ END;
 -- and payment transactions' rows again and puts them in place of the kept ones, moves
 -- contract_daily's per-day sums by the difference, does the same for the MRR months of the
 -- customers those contracts and the listed plan variants touch (and their monthly sums), and
--- takes what it saw off the lists. Once the running month is the last one kept (a month has
+-- takes what it saw off the lists (the customers' last known fields too). Once the running month is the last one kept (a month has
 -- begun), it computes every customer's MRR months again, a month further. Returns how many
--- contracts, transactions and plan variants it refreshed. It reads one snapshot for all of that:
+-- contracts, transactions, plan variants and customers it refreshed. It reads one snapshot for all of that:
 -- run it in a REPEATABLE READ transaction (the sink does; search_path set to the warehouse
 -- schema). Two refreshes never interleave: the second waits for the first's row of
 -- metric_cache_state and then fails with a serialization error (40001), to be run again.
@@ -1412,6 +1448,7 @@ DECLARE
   seen tid[];
   seen_payments tid[];
   seen_variants tid[];
+  seen_customers tid[];
   n bigint;
   running date := date_trunc('month', now() AT TIME ZONE 'UTC')::date;
   through date;
@@ -1420,12 +1457,13 @@ BEGIN
   seen := ARRAY(SELECT ctid FROM metric_contracts_dirty);
   seen_payments := ARRAY(SELECT ctid FROM metric_payments_dirty);
   seen_variants := ARRAY(SELECT ctid FROM metric_variants_dirty);
+  seen_customers := ARRAY(SELECT ctid FROM metric_customers_dirty);
   through := (SELECT mrr_through FROM metric_cache_state);
-  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND through > running THEN
+  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND cardinality(seen_customers) = 0 AND through > running THEN
     RETURN 0;
   END IF;
   n := (SELECT count(*) FROM metric_dirty_contracts) + (SELECT count(DISTINCT transaction_id) FROM metric_payments_dirty)
-       + (SELECT count(DISTINCT plan_variant_id) FROM metric_variants_dirty);
+       + (SELECT count(DISTINCT plan_variant_id) FROM metric_variants_dirty) + (SELECT count(DISTINCT customer_id) FROM metric_customers_dirty);
   UPDATE metric_cache_state SET refreshed_at = now(), contracts = contracts + n;
   -- The customers whose MRR months change, read before the spans are replaced: the kept spans
   -- name the customers the listed contracts had.
@@ -1462,6 +1500,9 @@ BEGIN
     PERFORM metric_mrr_move_sums(customers, through, 1);
   END IF;
   DELETE FROM metric_variants_dirty WHERE ctid = ANY (seen_variants);
+  DELETE FROM metric_customer_cache k WHERE k.customer_id IN (SELECT customer_id FROM metric_customers_dirty);
+  INSERT INTO metric_customer_cache SELECT * FROM metric_customer_versions_live;
+  DELETE FROM metric_customers_dirty WHERE ctid = ANY (seen_customers);
   RETURN n;
 END
 $$;
@@ -1475,4 +1516,9 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_ca
 -- creation above took it), so nothing is appended meanwhile.
 INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract';
 INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction';
+INSERT INTO metric_customers_dirty (customer_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Customer';
 SELECT metric_refresh();
+-- Statistics at once for the kept rows the overviews and customer_state_on read (autovacuum may
+-- come minutes later): without them the planner takes a table just filled for a few rows and
+-- reads every span to find one contract's.
+ANALYZE metric_customer_cache, metric_contract_cache, metric_segment_cache;

@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import { quoteIdent } from '../db/pool.js';
 
-/** What one refresh did: the contracts and payment transactions whose kept metric rows it computed again, and how many are still listed. */
+/** What one refresh did: the contracts, payment transactions and customers whose kept metric rows it computed again, and how many are still listed. */
 export interface MetricRefreshResult {
   refreshed: number;
-  /** Contract and payment transaction versions listed after the refresh's snapshot (written meanwhile): the next refresh's work. */
+  /** Contract, payment transaction and customer versions listed after the refresh's snapshot (written meanwhile): the next refresh's work. */
   pending: number;
 }
 
@@ -30,7 +30,8 @@ export async function refreshMetrics(pool: pg.Pool, schema: string): Promise<Met
     const { rows } = await client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
     await client.query('COMMIT');
     const pending = await client.query<{ n: string }>(
-      `SELECT (SELECT count(*) FROM ${quoteIdent(schema)}.metric_contracts_dirty) + (SELECT count(*) FROM ${quoteIdent(schema)}.metric_payments_dirty) AS n`,
+      `SELECT (SELECT count(*) FROM ${quoteIdent(schema)}.metric_contracts_dirty) + (SELECT count(*) FROM ${quoteIdent(schema)}.metric_payments_dirty)
+              + (SELECT count(*) FROM ${quoteIdent(schema)}.metric_customers_dirty) AS n`,
     );
     return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
   } catch (err) {

@@ -51,6 +51,8 @@ async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
   await client.query(
     'DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache; DELETE FROM metric_mrr_customer_cache; DELETE FROM metric_mrr_month_cache',
   );
+  await client.query('DELETE FROM metric_customer_cache');
+  await client.query(`INSERT INTO metric_customers_dirty (customer_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Customer'`);
   await client.query(`INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract'`);
   await client.query(`INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction'`);
 }
@@ -130,7 +132,7 @@ describe('metric rows kept at write time', () => {
         { ...catalog[1]!, version: 2, at: '2026-02-01T00:00:00Z', body: { ...catalog[1]!.body, RecurringFee: 17 } },
         { ...catalog[0]!, version: 3, at: '2026-06-01T00:00:00Z', body: { ...catalog[0]!.body, RecurringFee: 9 } },
       ];
-      const pending = [...histories.flat(), ...paymentHistories(11, 24), ...runningMonthHistories()];
+      const pending = [...histories.flat(), ...paymentHistories(11, 24), ...runningMonthHistories(), ...customerHistories(13)];
       for (const price of prices) pending.splice(Math.floor(random() * pending.length), 0, price);
       // Versions go in in order of reading, but one in six swaps with the next (a late version).
       for (let i = 0; i + 1 < pending.length; i++) {
@@ -167,6 +169,11 @@ describe('metric rows kept at write time', () => {
         expect.arrayContaining(['new', 'expansion', 'contraction', 'churn', 'reactivation', 'unchanged']),
       );
       expect(live['SELECT * FROM payment_outcomes']!.length).toBeGreaterThan(5);
+      // Customers read, renamed, deleted, and named by contracts only.
+      const customers = live['SELECT * FROM customer_overview']!.map((r) => JSON.parse(r) as { read: boolean; deleted: boolean });
+      expect(customers.filter((c) => c.read && !c.deleted).length).toBeGreaterThan(1);
+      expect(customers.filter((c) => c.read && c.deleted).length).toBeGreaterThan(0);
+      expect(customers.filter((c) => !c.read).length).toBeGreaterThan(1);
     });
 
     it('the MRR views read the kept months and sums, and every customer from the spans once the kept months end before the running month', async () => {
@@ -380,6 +387,38 @@ function runningMonthHistories(): AppendedVersion[] {
     },
   });
   return [contract('running-starts', 'cu-1', between), contract('running-ends', 'cu-2', '2025-03-01T00:00:00Z', between), contract('running-both', 'cu-running', between)];
+}
+
+/**
+ * The customers the contracts name (cu-0 to cu-8): created, then changed once or twice, some
+ * deleted, cu-6 deleted before the loader ever read it (its only version a deletion); cu-7 and
+ * cu-8 are never read.
+ */
+function customerHistories(seed: number): AppendedVersion[] {
+  const random = createRandom(seed).next;
+  const out: AppendedVersion[] = [];
+  for (let k = 0; k < 6; k++) {
+    const id = `cu-${k}`;
+    const created = new Date(Date.UTC(2024, 6, 1) + Math.floor(random() * 600) * 86_400_000);
+    const read = (n: number) => new Date(created.getTime() + (n + 1) * 30 * 86_400_000).toISOString();
+    const body = (n: number) => ({
+      Id: id,
+      CreatedAt: created.toISOString(),
+      FirstName: `First${k}`,
+      LastName: `Last${k}-${n}`,
+      CompanyName: n % 2 === 1 ? `Company ${k}` : null,
+      EmailAddress: `c${k}.${n}@example.com`,
+      ExternalCustomerId: `ext-${k}`,
+      Address: { Country: n % 2 === 1 ? 'DE' : 'CH' },
+      Locale: 'de-DE',
+      IsLocked: n > 1,
+    });
+    const versions = 1 + Math.floor(random() * 3);
+    for (let n = 0; n < versions; n++) out.push({ type: 'Customer', id, version: n + 1, at: read(n), body: body(n) });
+    if (k === 2 || random() < 0.3) out.push({ type: 'Customer', id, version: versions + 1, at: read(versions), body: null });
+  }
+  out.push({ type: 'Customer', id: 'cu-6', version: 1, at: '2025-08-01T00:00:00Z', body: null });
+  return out;
 }
 
 /** Payment transactions: pending, then succeeded or failed (some retried), some deleted. */
