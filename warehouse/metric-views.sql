@@ -1176,16 +1176,21 @@ CREATE FUNCTION metric_mrr_customer_months_in(customer_ids text[], cap timestamp
 RETURNS TABLE (month date, customer_id text, currency text, previous_mrr numeric, mrr numeric, paid_before boolean)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-  WITH snapshots AS (
+  -- The customers' spans: a join on the ids (= ANY of an array parameter would compare each span
+  -- with every id), and the spans without a customer when the array holds a NULL.
+  WITH spans AS (
+    SELECT a.* FROM metric_mrr_spans_all a WHERE a.customer_id IN (SELECT u.id FROM unnest(customer_ids) AS u(id))
+    UNION ALL
+    SELECT a.* FROM metric_mrr_spans_all a WHERE a.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL
+  ), snapshots AS (
     SELECT x.month, s.customer_id, s.currency, sum(p.monthly_fee * s.quantity) AS mrr
-      FROM metric_mrr_spans_all s
+      FROM spans s
       CROSS JOIN LATERAL (SELECT m::date AS month, LEAST((m + interval '1 month') AT TIME ZONE 'UTC', cap) AS at
                             FROM generate_series(date_trunc('month', s.starts_at AT TIME ZONE 'UTC'),
                                                  LEAST(date_trunc('month', LEAST(s.ends_at, cap) AT TIME ZONE 'UTC'), through::timestamp),
                                                  interval '1 month') AS m) x
       JOIN metric_plan_variant_prices p ON p.plan_variant_id = s.plan_variant_id AND p.price_from < x.at AND x.at <= p.price_until
-     WHERE (s.customer_id = ANY (customer_ids) OR (s.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL))
-       AND s.starts_at < x.at AND (s.ends_at IS NULL OR s.ends_at >= x.at) AND p.monthly_fee IS NOT NULL
+     WHERE s.starts_at < x.at AND (s.ends_at IS NULL OR s.ends_at >= x.at) AND p.monthly_fee IS NOT NULL
      GROUP BY 1, 2, 3
     HAVING sum(p.monthly_fee * s.quantity) > 0
   ), sequenced AS (
@@ -1302,8 +1307,11 @@ BEGIN ATOMIC
   WITH r AS MATERIALIZED (
     SELECT k.month, k.customer_id, k.currency, k.previous_mrr, k.mrr, k.paid_before
       FROM metric_mrr_customer_cache k
-     WHERE kept AND k.month <= through
-       AND (k.customer_id = ANY (customer_ids) OR (k.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL))
+     WHERE kept AND k.month <= through AND k.customer_id IN (SELECT u.id FROM unnest(customer_ids) AS u(id))
+    UNION ALL
+    SELECT k.month, k.customer_id, k.currency, k.previous_mrr, k.mrr, k.paid_before
+      FROM metric_mrr_customer_cache k
+     WHERE kept AND k.month <= through AND k.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL
     UNION ALL
     SELECT c.month, c.customer_id, c.currency, c.previous_mrr, c.mrr, c.paid_before
       FROM metric_mrr_customer_months_in(customer_ids, cap, through) c
@@ -1494,8 +1502,10 @@ BEGIN
   END IF;
   IF cardinality(customers) > 0 THEN
     PERFORM metric_mrr_move_sums(customers, through, -1);
-    DELETE FROM metric_mrr_customer_cache k
-     WHERE k.customer_id = ANY (customers) OR (k.customer_id IS NULL AND array_position(customers, NULL) IS NOT NULL);
+    DELETE FROM metric_mrr_customer_cache k WHERE k.customer_id IN (SELECT u.id FROM unnest(customers) AS u(id));
+    IF array_position(customers, NULL) IS NOT NULL THEN
+      DELETE FROM metric_mrr_customer_cache k WHERE k.customer_id IS NULL;
+    END IF;
     INSERT INTO metric_mrr_customer_cache SELECT * FROM metric_mrr_customer_months_in(customers, 'infinity', through);
     PERFORM metric_mrr_move_sums(customers, through, 1);
   END IF;

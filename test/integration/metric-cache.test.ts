@@ -168,6 +168,8 @@ describe('metric rows kept at write time', () => {
       expect(live['SELECT * FROM mrr_movements']!.map((r) => JSON.parse(r).movement)).toEqual(
         expect.arrayContaining(['new', 'expansion', 'contraction', 'churn', 'reactivation', 'unchanged']),
       );
+      // The contract without a customer counts, as a customer of its own.
+      expect(live['SELECT * FROM mrr_movements']!.filter((r) => JSON.parse(r).customer_id === null).length).toBeGreaterThan(5);
       expect(live['SELECT * FROM payment_outcomes']!.length).toBeGreaterThan(5);
       // Customers read, renamed, deleted, and named by contracts only.
       const customers = live['SELECT * FROM customer_overview']!.map((r) => JSON.parse(r) as { read: boolean; deleted: boolean });
@@ -363,7 +365,8 @@ function contractHistories(seed: number, count: number): AppendedVersion[][] {
 
 /**
  * Contracts whose paying span starts, or ends, between now and the end of the running UTC month
- * (at the midpoint), read a month before, for customers with other contracts kept.
+ * (at the midpoint), read a month before, for customers with other contracts kept; and one
+ * paying contract without a customer.
  */
 function runningMonthHistories(): AppendedVersion[] {
   const now = Date.now();
@@ -371,14 +374,14 @@ function runningMonthHistories(): AppendedVersion[] {
   const monthEnd = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
   const between = new Date((now + monthEnd) / 2).toISOString();
   const read = new Date(now - 30 * 86_400_000).toISOString();
-  const contract = (id: string, customer: string, start: string, end?: string): AppendedVersion => ({
+  const contract = (id: string, customer: string | undefined, start: string, end?: string): AppendedVersion => ({
     type: 'Contract',
     id,
     version: 1,
     at: read,
     body: {
       Id: id,
-      CustomerId: customer,
+      ...(customer ? { CustomerId: customer } : {}),
       Currency: 'EUR',
       StartDate: start,
       LifecycleStatus: 'Active',
@@ -386,7 +389,13 @@ function runningMonthHistories(): AppendedVersion[] {
       ...(end ? { EndDate: end } : {}),
     },
   });
-  return [contract('running-starts', 'cu-1', between), contract('running-ends', 'cu-2', '2025-03-01T00:00:00Z', between), contract('running-both', 'cu-running', between)];
+  return [
+    contract('running-starts', 'cu-1', between),
+    contract('running-ends', 'cu-2', '2025-03-01T00:00:00Z', between),
+    contract('running-both', 'cu-running', between),
+    // No CustomerId: the spans without a customer are one customer of their own in the MRR.
+    contract('no-customer', undefined, '2025-05-01T00:00:00Z'),
+  ];
 }
 
 /**
