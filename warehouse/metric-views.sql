@@ -1177,8 +1177,10 @@ RETURNS TABLE (month date, customer_id text, currency text, previous_mrr numeric
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
   -- The customers' spans: a join on the ids (= ANY of an array parameter would compare each span
-  -- with every id), and the spans without a customer when the array holds a NULL.
-  WITH spans AS (
+  -- with every id), and the spans without a customer when the array holds a NULL. Once
+  -- (MATERIALIZED): the planner, which cannot tell how many ids an array holds, would otherwise
+  -- read them again for every plan variant.
+  WITH spans AS MATERIALIZED (
     SELECT a.* FROM metric_mrr_spans_all a WHERE a.customer_id IN (SELECT u.id FROM unnest(customer_ids) AS u(id))
     UNION ALL
     SELECT a.* FROM metric_mrr_spans_all a WHERE a.customer_id IS NULL AND array_position(customer_ids, NULL) IS NOT NULL
