@@ -39,6 +39,10 @@ export async function loadMetricViewsSql(file = metricViewsFile): Promise<Metric
  * them would block that DROP.
  */
 export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[], functions: readonly string[] = []): Promise<void> {
+  // The episodes' listing triggers before the functions they run, and the views that call
+  // metric_escalation_episodes_in before it: the file creates both functions after its first view.
+  for (const [table, trigger] of EPISODE_TRIGGERS) await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(trigger)} ON ${quoteIdent(schema)}.${quoteIdent(table)}`);
+  await client.query(`DROP VIEW IF EXISTS ${EPISODE_VIEWS.map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`).join(', ')}`);
   // The file's functions first (in one statement: they may call each other): one with an
   // SQL-standard body depends on the views it reads.
   if (functions.length > 0) await client.query(`DROP FUNCTION IF EXISTS ${functions.map((f) => `${quoteIdent(schema)}.${quoteIdent(f)}`).join(', ')}`);
@@ -56,6 +60,15 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
 
 /** The trigger on resource_versions that lists the contracts whose kept metric rows are to be computed again (warehouse/metric-views.sql). */
 export const MARK_TRIGGER = 'resource_versions_mark_metric_contracts';
+
+/** The triggers that list the contracts and dunnings whose kept episodes are to be computed again (warehouse/metric-views.sql), by table. */
+export const EPISODE_TRIGGERS = [
+  ['resource_versions', 'resource_versions_mark_metric_episodes'],
+  ['webhook_events', 'webhook_events_mark_metric_episodes'],
+] as const;
+
+/** The views that call metric_escalation_episodes_in (warehouse/metric-views.sql), readers first. */
+const EPISODE_VIEWS = ['dunning_episodes', 'payment_escalation_episodes', 'metric_escalation_episodes'] as const;
 
 /**
  * Creates the metric views from the file inside the caller's transaction (search_path set to
