@@ -759,6 +759,9 @@ INSERT INTO metric_episode_sources_pending (event_id, contract_id)
 SELECT DISTINCT u.id, r.resource_id
   FROM resource_versions r CROSS JOIN LATERAL unnest(r.source_event_ids) AS u(id)
  WHERE r.resource_type = 'Contract' AND cardinality(r.source_event_ids) > 0 AND NOT EXISTS (SELECT FROM webhook_events w WHERE w.event_id = u.id);
+-- Statistics for the refresh at the end of this file, which reads them by contract (a table just
+-- filled has none: the planner would take it for empty).
+ANALYZE metric_escalation_event_cache, metric_dunning_notice_cache;
 
 -- The episodes of the contracts named (each once), each from its escalation webhooks received by
 -- its cut (the parallel array): the definition above, but for the cut on started_at, which the
