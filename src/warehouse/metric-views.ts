@@ -43,6 +43,9 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
   // metric_escalation_episodes_in before it: the file creates both functions after its first view.
   for (const [table, trigger] of EPISODE_TRIGGERS) await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(trigger)} ON ${quoteIdent(schema)}.${quoteIdent(table)}`);
   await client.query(`DROP VIEW IF EXISTS ${EPISODE_VIEWS.map((v) => `${quoteIdent(schema)}.${quoteIdent(v)}`).join(', ')}`);
+  // By name, not only from the file's list: it reads the kept tables dropped below, so a file that
+  // no longer creates it would leave it blocking their DROP.
+  await client.query(`DROP FUNCTION IF EXISTS ${quoteIdent(schema)}.metric_escalation_episodes_in(text[], timestamptz[])`);
   // The file's functions first (in one statement: they may call each other): one with an
   // SQL-standard body depends on the views it reads.
   if (functions.length > 0) await client.query(`DROP FUNCTION IF EXISTS ${functions.map((f) => `${quoteIdent(schema)}.${quoteIdent(f)}`).join(', ')}`);
