@@ -972,7 +972,7 @@ SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_
        COALESCE((SELECT min(n.received_at) FROM metric_dunning_notice_cache n WHERE n.dunning_id = c.resource_id),
                 (SELECT min(h.valid_from) FROM version_facts h WHERE h.resource_type = 'Dunning' AND h.resource_id = c.resource_id)) AS notified_at,
        ARRAY(SELECT DISTINCT lv.dunning_level
-               FROM version_facts h
+               FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning') h
                CROSS JOIN LATERAL (SELECT h.fields) AS y(f)
                -- A JSON number is an integer exactly when it has no decimals and is in range, which
                -- takes no text parsing; other values are cast as the typed columns cast them
@@ -982,12 +982,11 @@ SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_
                                                       THEN (y.f -> 'dunninglevel')::numeric::integer END
                                                ELSE wh_as_integer(y.f -> 'dunninglevel')
                                           END AS dunning_level) lv
-              WHERE h.resource_type = 'Dunning' AND h.resource_id = c.resource_id AND lv.dunning_level IS NOT NULL
+              WHERE h.resource_id = c.resource_id AND lv.dunning_level IS NOT NULL
               ORDER BY 1) AS levels
-  FROM (SELECT DISTINCT dunning_id FROM metric_dunnings_dirty) d
-  JOIN current_facts c ON c.resource_type = 'Dunning' AND c.resource_id = d.dunning_id
+  FROM (SELECT * FROM current_facts WHERE resource_type = 'Dunning' AND NOT deleted) c
   CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
- WHERE NOT c.deleted;
+ WHERE c.resource_id IN (SELECT dunning_id FROM metric_dunnings_dirty);
 
 CREATE TABLE metric_dunning_cache AS SELECT * FROM metric_dunning_facts_live WITH NO DATA;
 ALTER TABLE metric_dunning_cache ADD PRIMARY KEY (dunning_id);
