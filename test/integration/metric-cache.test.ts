@@ -241,15 +241,15 @@ describe('metric rows kept at write time', () => {
         at: receivedAt,
         payload: { ContractId: 'c-clock', CustomerId: 'cu-clock', TriggerDays: days, DueDate: due },
       });
-      // The second step's receipt 3 s ahead of the database's clock (a service clock ahead of the
-      // loader's), then a reset 4 s ahead: three spans to come after the refresh.
-      const later = step(14, at(3));
-      await appendWebhooks(pool, schema, [step(7, at(-86_400)), later, { id: crypto.randomUUID(), event: 'PaymentEscalationReset', at: at(4), payload: { ContractId: 'c-clock' } }]);
+      // The second step's receipt 15 s ahead of the database's clock (a service clock ahead of the
+      // loader's; time enough to append and refresh before it comes), then a reset 16 s ahead:
+      // three spans to come after the refresh.
+      await appendWebhooks(pool, schema, [step(7, at(-86_400)), step(14, at(15)), { id: crypto.randomUUID(), event: 'PaymentEscalationReset', at: at(16), payload: { ContractId: 'c-clock' } }]);
       await refreshMetrics(pool, schema);
       const reached = async () => (await pool.query<{ r: number[] }>(`SELECT trigger_days_reached AS r FROM ${s}.payment_escalation_episodes WHERE contract_id = 'c-clock'`)).rows.map((x) => x.r);
       expect(await reached()).toEqual([[7]]);
-      await waitFor(async () => (await pool.query<{ past: boolean }>('SELECT now() > $1::timestamptz + interval \'1 second\' AS past', [at(4)])).rows[0]!.past, {
-        timeoutMs: 20_000,
+      await waitFor(async () => (await pool.query<{ past: boolean }>('SELECT now() > $1::timestamptz + interval \'1 second\' AS past', [at(16)])).rows[0]!.past, {
+        timeoutMs: 40_000,
         what: "the database's clock past the reset's receipt",
       });
       expect((await pool.query(`SELECT 1 FROM ${s}.metric_episodes_dirty WHERE contract_id = 'c-clock'`)).rows).toEqual([]);
