@@ -1071,11 +1071,11 @@ BEGIN
   UPDATE metric_cache_state SET refreshed_at = now();
   contracts := ARRAY(SELECT DISTINCT contract_id FROM metric_episodes_dirty);
   n := cardinality(contracts) + (SELECT count(DISTINCT dunning_id) FROM metric_dunnings_dirty);
-  DELETE FROM metric_escalation_episode_cache k WHERE k.contract_id = ANY (contracts);
-  DELETE FROM metric_escalation_cover k WHERE k.contract_id = ANY (contracts);
+  DELETE FROM metric_escalation_episode_cache k WHERE k.contract_id IN (SELECT unnest(contracts));
+  DELETE FROM metric_escalation_cover k WHERE k.contract_id IN (SELECT unnest(contracts));
   INSERT INTO metric_escalation_cover (contract_id, cover_from)
   SELECT e.contract_id, COALESCE(max(e.received_at) FILTER (WHERE e.received_at <= now()), '-infinity')
-    FROM metric_escalation_event_cache e WHERE e.contract_id = ANY (contracts) GROUP BY e.contract_id;
+    FROM metric_escalation_event_cache e WHERE e.contract_id IN (SELECT unnest(contracts)) GROUP BY e.contract_id;
   -- The spans: the first (from cover_from), then one from each receipt after now(). The n-th
   -- span of every contract at once, each cut at its start (the first one's cut, the latest
   -- receipt by now, takes the same webhooks as now() would).
@@ -1083,9 +1083,9 @@ BEGIN
   LOOP
     WITH spans AS (
       SELECT b.contract_id, b.cut_from, lead(b.cut_from, 1, 'infinity') OVER w AS cut_until, row_number() OVER w - 1 AS span_no
-        FROM (SELECT c.contract_id, c.cover_from AS cut_from FROM metric_escalation_cover c WHERE c.contract_id = ANY (contracts)
+        FROM (SELECT c.contract_id, c.cover_from AS cut_from FROM metric_escalation_cover c WHERE c.contract_id IN (SELECT unnest(contracts))
               UNION
-              SELECT e.contract_id, e.received_at FROM metric_escalation_event_cache e WHERE e.contract_id = ANY (contracts) AND e.received_at > now()) b
+              SELECT e.contract_id, e.received_at FROM metric_escalation_event_cache e WHERE e.contract_id IN (SELECT unnest(contracts)) AND e.received_at > now()) b
       WINDOW w AS (PARTITION BY b.contract_id ORDER BY b.cut_from)
     ), these AS (
       SELECT * FROM spans WHERE span_no = span
