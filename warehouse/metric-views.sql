@@ -729,16 +729,157 @@ SELECT k.customer_id, k.read, k.deleted, k.deleted_at, k.created_at, k.last_read
 -- reset and that read, and whose webhook arrives only after the read, cannot be told apart from
 -- one before the reset: the outcome is an inference from what the loader read, exact when the
 -- read follows the reset by less than the time to the next payment.
-CREATE VIEW metric_escalation_episodes AS
+--
+-- Kept at write time (docs/WAREHOUSE.md, "Answers kept at write time"), like the contracts' rows:
+-- metric_escalation_episode_cache keeps each contract's episodes and metric_dunning_cache each
+-- dunning's facts, both computed with no business-now cut (as if every date had come); the views
+-- read the kept rows of what is not listed and compute the listed at the read, and make the cuts
+-- there. An episode reads more than its contract's versions, so the lists are filled by two
+-- triggers, one on resource_versions and one on webhook_events. A contract is listed
+-- (metric_episodes_dirty) when a statement appends:
+--   its versions (the outcome's read, the placed steps' reads, contract_history);
+--   a webhook naming it (ContractId: its steps and resets, and the unknown rule's webhooks about
+--   the contract);
+--   a webhook naming a payment transaction whose current version names it (the unknown rule's
+--   PaymentSucceeded and the like name only the transaction), and a version of a transaction that
+--   names it now or named it before (the rule reads the transaction's current ContractId);
+--   a webhook one of its versions names as its cause (source_event_ids: when the version was read
+--   for) that was not stored yet when the version was (metric_episode_sources_pending).
+-- A dunning is listed (metric_dunnings_dirty) when its versions or its DunningCreated are
+-- appended. Where an input names the contract or dunning itself, the listing commits with it; an
+-- input found through another table (a payment webhook through its transaction, a late cause
+-- through the pending list) is found when the other side was committed first, so a refresh that
+-- runs between two sinks' commits of the two may keep a row without the later one until the
+-- contract is listed again.
+CREATE TABLE metric_episodes_dirty (contract_id text NOT NULL);
+CREATE INDEX metric_episodes_dirty_contract ON metric_episodes_dirty (contract_id);
+CREATE TABLE metric_dunnings_dirty (dunning_id text NOT NULL);
+CREATE INDEX metric_dunnings_dirty_dunning ON metric_dunnings_dirty (dunning_id);
+-- Each PaymentEscalated and PaymentEscalationReset that names a contract, with the fields the
+-- episodes read (keys in any letter case), and each DunningCreated's DunningId: appended by the
+-- webhook trigger in the webhook's own statement, so never behind it. The episodes find a
+-- contract's webhooks here by key, not by reading every escalation webhook's payload.
+CREATE TABLE metric_escalation_event_cache (event_id uuid PRIMARY KEY, event text NOT NULL, received_at timestamptz NOT NULL, contract_id text NOT NULL,
+                                            customer_id text, trigger_days integer, due_date timestamptz);
+CREATE INDEX metric_escalation_event_cache_contract ON metric_escalation_event_cache (contract_id, received_at);
+CREATE INDEX metric_escalation_event_cache_received ON metric_escalation_event_cache (received_at);
+CREATE TABLE metric_dunning_notice_cache (dunning_id text NOT NULL, received_at timestamptz NOT NULL);
+CREATE INDEX metric_dunning_notice_cache_dunning ON metric_dunning_notice_cache (dunning_id, received_at);
+-- The webhooks contract versions name as their cause that were not stored when the version was.
+CREATE TABLE metric_episode_sources_pending (event_id uuid NOT NULL, contract_id text NOT NULL);
+CREATE INDEX metric_episode_sources_pending_event ON metric_episode_sources_pending (event_id);
+
+-- Both triggers run one statement each per appended statement (the rows in the transition table;
+-- the schema from the trigger, as the sink qualifies its names). The one on resource_versions
+-- fires after resource_versions_append_version_facts (triggers fire in name order), so the
+-- transactions' versions it reads include the statement's own.
+DROP FUNCTION IF EXISTS metric_mark_episodes_versions();
+CREATE FUNCTION metric_mark_episodes_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format($q$
+    WITH dunnings AS (
+      INSERT INTO %1$I.metric_dunnings_dirty (dunning_id) SELECT DISTINCT resource_id FROM added WHERE resource_type = 'Dunning'
+    ), pending AS (
+      INSERT INTO %1$I.metric_episode_sources_pending (event_id, contract_id)
+      SELECT DISTINCT u.id, a.resource_id
+        FROM added a CROSS JOIN LATERAL unnest(a.source_event_ids) AS u(id)
+       WHERE a.resource_type = 'Contract' AND NOT EXISTS (SELECT FROM %1$I.webhook_events w WHERE w.event_id = u.id)
+    )
+    INSERT INTO %1$I.metric_episodes_dirty (contract_id)
+    SELECT DISTINCT x.contract_id
+      FROM (SELECT a.resource_id AS contract_id FROM added a WHERE a.resource_type = 'Contract'
+            UNION ALL
+            SELECT %1$I.wh_as_text(%1$I.wh_field(a.body, 'ContractId', 'contractId', 'contractid')) FROM added a WHERE a.resource_type = 'PaymentTransaction'
+            UNION ALL
+            SELECT %1$I.wh_as_text(f.fields -> 'contractid')
+              FROM (SELECT DISTINCT resource_id FROM added WHERE resource_type = 'PaymentTransaction') a
+              JOIN %1$I.version_facts f ON f.resource_type = 'PaymentTransaction' AND f.resource_id = a.resource_id) x
+     WHERE x.contract_id IS NOT NULL$q$, TG_TABLE_SCHEMA);
+  RETURN NULL;
+END
+$$;
+DROP FUNCTION IF EXISTS metric_mark_episodes_webhooks();
+CREATE FUNCTION metric_mark_episodes_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format($q$
+    WITH fields AS MATERIALIZED (
+      SELECT w.event_id, w.event, w.received_at, w.payload,
+             %1$I.wh_as_text(%1$I.wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) AS contract_id,
+             %1$I.wh_as_text(%1$I.wh_field(w.payload, 'PaymentTransactionId', 'paymentTransactionId', 'paymenttransactionid')) AS transaction_id,
+             CASE WHEN w.event = 'DunningCreated' THEN %1$I.wh_as_text(%1$I.wh_field(w.payload, 'DunningId', 'dunningId', 'dunningid')) END AS dunning_id
+        FROM added w
+    ), escalations AS (
+      INSERT INTO %1$I.metric_escalation_event_cache (event_id, event, received_at, contract_id, customer_id, trigger_days, due_date)
+      SELECT f.event_id, f.event, f.received_at, f.contract_id,
+             %1$I.wh_as_text(%1$I.wh_field(f.payload, 'CustomerId', 'customerId', 'customerid')),
+             %1$I.wh_as_integer(%1$I.wh_field(f.payload, 'TriggerDays', 'triggerDays', 'triggerdays')),
+             %1$I.wh_as_timestamptz(%1$I.wh_field(f.payload, 'DueDate', 'dueDate', 'duedate'))
+        FROM fields f
+       WHERE f.event IN ('PaymentEscalated', 'PaymentEscalationReset') AND f.contract_id IS NOT NULL
+    ), notices AS (
+      INSERT INTO %1$I.metric_dunning_notice_cache (dunning_id, received_at) SELECT dunning_id, received_at FROM fields WHERE dunning_id IS NOT NULL
+    ), dunnings AS (
+      INSERT INTO %1$I.metric_dunnings_dirty (dunning_id) SELECT DISTINCT dunning_id FROM fields WHERE dunning_id IS NOT NULL
+    ), sources AS (
+      DELETE FROM %1$I.metric_episode_sources_pending p USING fields f WHERE p.event_id = f.event_id RETURNING p.contract_id
+    )
+    INSERT INTO %1$I.metric_episodes_dirty (contract_id)
+    SELECT DISTINCT x.contract_id
+      FROM (SELECT contract_id FROM fields
+            UNION ALL
+            SELECT %1$I.wh_as_text(t.fields -> 'contractid')
+              FROM fields f
+              JOIN %1$I.current_facts t ON t.resource_type = 'PaymentTransaction' AND t.resource_id = f.transaction_id
+            UNION ALL
+            SELECT contract_id FROM sources) x
+     WHERE x.contract_id IS NOT NULL$q$, TG_TABLE_SCHEMA);
+  RETURN NULL;
+END
+$$;
+-- Created before the lists are filled (end of this file; the two webhook tables just below): each
+-- takes its table's lock, so nothing is appended unlisted meanwhile.
+CREATE TRIGGER resource_versions_mark_metric_episodes AFTER INSERT ON resource_versions
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION metric_mark_episodes_versions();
+CREATE TRIGGER webhook_events_mark_metric_episodes AFTER INSERT ON webhook_events
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION metric_mark_episodes_webhooks();
+INSERT INTO metric_escalation_event_cache (event_id, event, received_at, contract_id, customer_id, trigger_days, due_date)
+SELECT w.event_id, w.event, w.received_at, k.contract_id,
+       wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')),
+       wh_as_integer(wh_field(w.payload, 'TriggerDays', 'triggerDays', 'triggerdays')),
+       wh_as_timestamptz(wh_field(w.payload, 'DueDate', 'dueDate', 'duedate'))
+  FROM webhook_events w
+  CROSS JOIN LATERAL (SELECT wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) AS contract_id) k
+ WHERE w.event IN ('PaymentEscalated', 'PaymentEscalationReset') AND k.contract_id IS NOT NULL;
+INSERT INTO metric_dunning_notice_cache (dunning_id, received_at)
+SELECT k.dunning_id, w.received_at
+  FROM webhook_events w
+  CROSS JOIN LATERAL (SELECT wh_as_text(wh_field(w.payload, 'DunningId', 'dunningId', 'dunningid')) AS dunning_id) k
+ WHERE w.event = 'DunningCreated' AND k.dunning_id IS NOT NULL;
+INSERT INTO metric_episode_sources_pending (event_id, contract_id)
+SELECT DISTINCT u.id, r.resource_id
+  FROM resource_versions r CROSS JOIN LATERAL unnest(r.source_event_ids) AS u(id)
+ WHERE r.resource_type = 'Contract' AND cardinality(r.source_event_ids) > 0 AND NOT EXISTS (SELECT FROM webhook_events w WHERE w.event_id = u.id);
+-- Statistics for the refresh at the end of this file, which reads them by contract (a table just
+-- filled has none: the planner would take it for empty).
+ANALYZE metric_escalation_event_cache, metric_dunning_notice_cache;
+
+-- The episodes of the contracts named (each once), each from its escalation webhooks received by
+-- its cut (the parallel array): the definition above, but for the cut on started_at, which the
+-- readers make (metric_escalation_episodes). Security definer, as
+-- metric_contract_transitions_in: the views call it for the analyst.
+CREATE FUNCTION metric_escalation_episodes_in(contract_ids text[], cuts timestamptz[])
+RETURNS TABLE (episode_id text, contract_id text, customer_id text, started_at timestamptz, ended_at timestamptz, due_date timestamptz,
+               max_trigger_days integer, trigger_days_reached integer[], outcome text, duration interval,
+               first_received_at timestamptz, reset_received_at timestamptz, outcome_read_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
 WITH events AS MATERIALIZED (
-  SELECT w.event_id, w.event, w.received_at, k.contract_id, k.customer_id, k.trigger_days, k.due_date
-    FROM webhook_events w
-    CROSS JOIN LATERAL (SELECT wh_as_text(wh_field(w.payload, 'ContractId', 'contractId', 'contractid')) AS contract_id,
-                               wh_as_text(wh_field(w.payload, 'CustomerId', 'customerId', 'customerid')) AS customer_id,
-                               wh_as_integer(wh_field(w.payload, 'TriggerDays', 'triggerDays', 'triggerdays')) AS trigger_days,
-                               wh_as_timestamptz(wh_field(w.payload, 'DueDate', 'dueDate', 'duedate')) AS due_date
-                        OFFSET 0) k
-   WHERE w.event IN ('PaymentEscalated', 'PaymentEscalationReset') AND w.received_at <= now() AND k.contract_id IS NOT NULL
+  -- The escalation webhooks of the contracts named (metric_escalation_event_cache: their fields
+  -- as the payload gives them), received by each one's cut.
+  SELECT e.event_id, e.event, e.received_at, e.contract_id, e.customer_id, e.trigger_days, e.due_date
+    FROM unnest(contract_ids, cuts) AS c(id, cut)
+    JOIN metric_escalation_event_cache e ON e.contract_id = c.id
+   WHERE e.received_at <= c.cut
 ), numbered AS (
   -- An event's episode: how many resets of the contract were received before it.
   SELECT e.*,
@@ -883,13 +1024,73 @@ SELECT c.first_event_id::text AS episode_id,
        c.reset_received_at,
        h.valid_from AS outcome_read_at
   FROM closed c
-  LEFT JOIN contract_history h ON h.resource_id = c.contract_id AND h.version = c.read_version
- WHERE c.started_at <= now();
+  LEFT JOIN contract_history h ON h.resource_id = c.contract_id AND h.version = c.read_version;
+END;
+
+-- The kept episodes. Business now cuts a contract's webhooks at their receipt, so its episodes
+-- change when now() passes the receipt of one of them: the kept rows are each contract's episodes
+-- for every span [cut_from, cut_until) of now() in which the webhooks received by then stay the
+-- same, from the span the refresh fell in (cut_from: the latest receipt by then) to the one after
+-- the latest receipt (cut_until 'infinity'); a contract without a webhook received in the future
+-- has that one span. metric_escalation_cover has, per contract refreshed, where its first span
+-- starts: a reader whose now() is earlier (a transaction begun before a webhook it did not see)
+-- computes the contract's episodes instead.
+CREATE TABLE metric_escalation_episode_cache AS
+SELECT x.*, NULL::timestamptz AS cut_from, NULL::timestamptz AS cut_until FROM metric_escalation_episodes_in('{}', '{}') x WITH NO DATA;
+CREATE INDEX metric_escalation_episode_cache_contract ON metric_escalation_episode_cache (contract_id);
+CREATE TABLE metric_escalation_cover (contract_id text PRIMARY KEY, cover_from timestamptz NOT NULL);
+CREATE INDEX metric_escalation_cover_from ON metric_escalation_cover (cover_from);
+
+-- Every contract's episodes at business now, started by now: the kept ones of the span now() is
+-- in, of the contracts not listed; those of the listed ones, and of those whose kept spans start
+-- after now(), computed at the read.
+CREATE VIEW metric_escalation_episodes AS
+SELECT e.*
+  FROM (SELECT k.episode_id, k.contract_id, k.customer_id, k.started_at, k.ended_at, k.due_date, k.max_trigger_days, k.trigger_days_reached, k.outcome,
+               k.duration, k.first_received_at, k.reset_received_at, k.outcome_read_at
+          FROM metric_escalation_episode_cache k
+         WHERE k.cut_from <= now() AND now() < k.cut_until
+           AND NOT EXISTS (SELECT FROM metric_episodes_dirty d WHERE d.contract_id = k.contract_id)
+        UNION ALL
+        SELECT x.*
+          FROM (SELECT ARRAY(SELECT contract_id FROM metric_episodes_dirty UNION SELECT contract_id FROM metric_escalation_cover WHERE cover_from > now()) AS ids) l
+          -- Not called when nothing is to be computed: planning the definition costs a read about 10 ms.
+          CROSS JOIN LATERAL (SELECT * FROM metric_escalation_episodes_in(l.ids, array_fill(now(), ARRAY[cardinality(l.ids)])) WHERE cardinality(l.ids) > 0) x) e
+ WHERE e.started_at <= now();
 
 -- The public form: every escalation episode started by now.
 CREATE VIEW payment_escalation_episodes AS
 SELECT episode_id, contract_id, customer_id, started_at, ended_at, due_date, max_trigger_days, trigger_days_reached, outcome, duration
   FROM metric_escalation_episodes;
+
+-- Each listed dunning (metric_dunnings_dirty) the service still has, as dunning_episodes reads
+-- it: its contract, customer and DocumentDate (current_facts), when the service told of it (its
+-- first DunningCreated received, else its first version read) and every DunningLevel any of its
+-- versions showed, ascending. metric_dunning_cache keeps every dunning's row.
+CREATE VIEW metric_dunning_facts_live AS
+SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_id, wh_as_text(x.f -> 'customerid') AS customer_id,
+       wh_as_timestamptz(x.f -> 'documentdate') AS document_date,
+       COALESCE((SELECT min(n.received_at) FROM metric_dunning_notice_cache n WHERE n.dunning_id = c.resource_id),
+                (SELECT min(h.valid_from) FROM version_facts h WHERE h.resource_type = 'Dunning' AND h.resource_id = c.resource_id)) AS notified_at,
+       ARRAY(SELECT DISTINCT lv.dunning_level
+               FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning') h
+               CROSS JOIN LATERAL (SELECT h.fields) AS y(f)
+               -- A JSON number is an integer exactly when it has no decimals and is in range, which
+               -- takes no text parsing; other values are cast as the typed columns cast them
+               -- (wh_as_integer).
+               CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(y.f -> 'dunninglevel') = 'number' THEN
+                                                 CASE WHEN scale((y.f -> 'dunninglevel')::numeric) = 0 AND (y.f -> 'dunninglevel')::numeric BETWEEN -2147483648 AND 2147483647
+                                                      THEN (y.f -> 'dunninglevel')::numeric::integer END
+                                               ELSE wh_as_integer(y.f -> 'dunninglevel')
+                                          END AS dunning_level) lv
+              WHERE h.resource_id = c.resource_id AND lv.dunning_level IS NOT NULL
+              ORDER BY 1) AS levels
+  FROM (SELECT * FROM current_facts WHERE resource_type = 'Dunning' AND NOT deleted) c
+  CROSS JOIN LATERAL (SELECT c.fields) AS x(f)
+ WHERE c.resource_id IN (SELECT dunning_id FROM metric_dunnings_dirty);
+
+CREATE TABLE metric_dunning_cache AS SELECT * FROM metric_dunning_facts_live WITH NO DATA;
+ALTER TABLE metric_dunning_cache ADD PRIMARY KEY (dunning_id);
 
 -- A dunning episode: the dunning documents of a contract issued during one of its escalation
 -- episodes (episode_id is that episode's), or one dunning issued outside any (episode_id is its
@@ -901,15 +1102,10 @@ SELECT episode_id, contract_id, customer_id, started_at, ended_at, due_date, max
 -- levels_reached: every DunningLevel any version of its documents showed, ascending.
 CREATE VIEW dunning_episodes AS
 WITH dunnings AS MATERIALIZED (
-  SELECT d.dunning_id, d.contract_id, d.customer_id, d.document_date,
-         COALESCE((SELECT min(w.received_at) FROM webhook_events w
-                    WHERE w.event = 'DunningCreated' AND wh_as_text(wh_field(w.payload, 'DunningId', 'dunningId', 'dunningid')) = d.dunning_id),
-                  d.first_read) AS notified_at
-    FROM (SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_id, wh_as_text(x.f -> 'customerid') AS customer_id,
-                 wh_as_timestamptz(x.f -> 'documentdate') AS document_date,
-                 (SELECT min(h.valid_from) FROM version_facts h WHERE h.resource_type = 'Dunning' AND h.resource_id = c.resource_id) AS first_read
-            FROM (SELECT * FROM current_facts WHERE resource_type = 'Dunning' AND NOT deleted) c
-            CROSS JOIN LATERAL (SELECT c.fields) AS x(f)) d
+  -- Every dunning the service still has: the kept rows of those not listed, the listed ones' computed.
+  SELECT k.* FROM metric_dunning_cache k WHERE NOT EXISTS (SELECT FROM metric_dunnings_dirty d WHERE d.dunning_id = k.dunning_id)
+  UNION ALL
+  SELECT * FROM metric_dunning_facts_live
 ), escalations AS MATERIALIZED (
   SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
 ), placed AS (
@@ -922,18 +1118,6 @@ WITH dunnings AS MATERIALIZED (
                            AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
    WHERE COALESCE(d.document_date, d.notified_at) <= now()
    ORDER BY d.dunning_id, z.first_received_at DESC NULLS LAST
-), levels AS MATERIALIZED (
-  -- A JSON number is an integer exactly when it has no decimals and is in range, which takes no
-  -- text parsing; other values are cast as the typed columns cast them (wh_as_integer).
-  SELECT h.resource_id AS dunning_id, lv.dunning_level
-    FROM (SELECT * FROM version_facts WHERE resource_type = 'Dunning') h
-    CROSS JOIN LATERAL (SELECT h.fields) AS x(f)
-    CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(x.f -> 'dunninglevel') = 'number' THEN
-                                      CASE WHEN scale((x.f -> 'dunninglevel')::numeric) = 0 AND (x.f -> 'dunninglevel')::numeric BETWEEN -2147483648 AND 2147483647
-                                           THEN (x.f -> 'dunninglevel')::numeric::integer END
-                                    ELSE wh_as_integer(x.f -> 'dunninglevel')
-                               END AS dunning_level) lv
-   WHERE lv.dunning_level IS NOT NULL
 ), firsts AS (
   SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id, x.ended_at, x.outcome
     FROM placed x
@@ -946,7 +1130,7 @@ WITH dunnings AS MATERIALIZED (
 ), reached AS (
   SELECT x.episode_id, max(l.dunning_level) AS max_level, array_agg(DISTINCT l.dunning_level ORDER BY l.dunning_level) AS levels_reached
     FROM placed x
-    JOIN levels l ON l.dunning_id = x.dunning_id
+    CROSS JOIN LATERAL unnest(x.levels) AS l(dunning_level)
    GROUP BY x.episode_id
 )
 SELECT m.episode_id,
@@ -964,6 +1148,68 @@ SELECT m.episode_id,
   FROM members m
   JOIN firsts f ON f.episode_id = m.episode_id
   LEFT JOIN reached r ON r.episode_id = m.episode_id;
+
+-- The episodes' part of metric_refresh() (which calls it first, in its snapshot): computes the
+-- listed contracts' escalation episodes again with no cut and the listed dunnings' rows, puts
+-- them in place of the kept ones and takes what it saw off the two lists. Returns how many
+-- contracts and dunnings it refreshed. It takes metric_cache_state's row as the rest of the
+-- refresh does, so two refreshes never interleave here either.
+CREATE FUNCTION metric_refresh_episodes() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  seen tid[];
+  seen_dunnings tid[];
+  contracts text[];
+  span integer;
+  spans_left bigint;
+  n bigint;
+BEGIN
+  seen := ARRAY(SELECT ctid FROM metric_episodes_dirty);
+  seen_dunnings := ARRAY(SELECT ctid FROM metric_dunnings_dirty);
+  IF cardinality(seen) = 0 AND cardinality(seen_dunnings) = 0 THEN
+    RETURN 0;
+  END IF;
+  UPDATE metric_cache_state SET refreshed_at = now();
+  contracts := ARRAY(SELECT DISTINCT contract_id FROM metric_episodes_dirty);
+  n := cardinality(contracts) + (SELECT count(DISTINCT dunning_id) FROM metric_dunnings_dirty);
+  DELETE FROM metric_escalation_episode_cache k WHERE k.contract_id IN (SELECT unnest(contracts));
+  DELETE FROM metric_escalation_cover k WHERE k.contract_id IN (SELECT unnest(contracts));
+  INSERT INTO metric_escalation_cover (contract_id, cover_from)
+  SELECT e.contract_id, COALESCE(max(e.received_at) FILTER (WHERE e.received_at <= now()), '-infinity')
+    FROM metric_escalation_event_cache e WHERE e.contract_id IN (SELECT unnest(contracts)) GROUP BY e.contract_id;
+  -- The spans: the first (from cover_from), then one from each receipt after now(). The n-th
+  -- span of every contract at once, each cut at its start (the first one's cut, the latest
+  -- receipt by now, takes the same webhooks as now() would).
+  span := 0;
+  LOOP
+    WITH spans AS (
+      SELECT b.contract_id, b.cut_from, lead(b.cut_from, 1, 'infinity') OVER w AS cut_until, row_number() OVER w - 1 AS span_no
+        FROM (SELECT c.contract_id, c.cover_from AS cut_from FROM metric_escalation_cover c WHERE c.contract_id IN (SELECT unnest(contracts))
+              UNION
+              SELECT e.contract_id, e.received_at FROM metric_escalation_event_cache e WHERE e.contract_id IN (SELECT unnest(contracts)) AND e.received_at > now()) b
+      WINDOW w AS (PARTITION BY b.contract_id ORDER BY b.cut_from)
+    ), these AS (
+      SELECT * FROM spans WHERE span_no = span
+    ), computed AS (
+      INSERT INTO metric_escalation_episode_cache
+      SELECT x.*, t.cut_from, t.cut_until
+        FROM metric_escalation_episodes_in(ARRAY(SELECT contract_id FROM these ORDER BY contract_id), ARRAY(SELECT cut_from FROM these ORDER BY contract_id)) x
+        JOIN these t ON t.contract_id = x.contract_id
+    )
+    SELECT count(*) INTO spans_left FROM these;
+    EXIT WHEN spans_left = 0;
+    span := span + 1;
+  END LOOP;
+  DELETE FROM metric_episodes_dirty WHERE ctid = ANY (seen);
+  DELETE FROM metric_dunning_cache k WHERE k.dunning_id IN (SELECT dunning_id FROM metric_dunnings_dirty);
+  INSERT INTO metric_dunning_cache SELECT * FROM metric_dunning_facts_live;
+  DELETE FROM metric_dunnings_dirty WHERE ctid = ANY (seen_dunnings);
+  RETURN n;
+END
+$$;
+
+-- The writer role runs the triggers (it appends) and the refresh (the sink).
+GRANT SELECT, INSERT, DELETE ON metric_episodes_dirty, metric_dunnings_dirty, metric_escalation_event_cache, metric_dunning_notice_cache,
+                                metric_episode_sources_pending, metric_escalation_episode_cache, metric_escalation_cover, metric_dunning_cache TO billing_loader_writer;
 
 -- Each listed payment transaction (metric_payments_dirty, the trigger at the top of this file) the
 -- service still has, as payment_outcomes reads it: its status (Status.Status, lower case), Amount,
@@ -1464,6 +1710,8 @@ DECLARE
   through date;
   customers text[];
 BEGIN
+  -- The escalation and dunning episodes (metric_refresh_episodes, with their views).
+  PERFORM metric_refresh_episodes();
   seen := ARRAY(SELECT ctid FROM metric_contracts_dirty);
   seen_payments := ARRAY(SELECT ctid FROM metric_payments_dirty);
   seen_variants := ARRAY(SELECT ctid FROM metric_variants_dirty);
@@ -1529,6 +1777,9 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_ca
 INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract';
 INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction';
 INSERT INTO metric_customers_dirty (customer_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Customer';
+-- The episodes': every contract with an escalation webhook, every dunning (metric_refresh_episodes).
+INSERT INTO metric_episodes_dirty (contract_id) SELECT DISTINCT contract_id FROM metric_escalation_event_cache;
+INSERT INTO metric_dunnings_dirty (dunning_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Dunning';
 SELECT metric_refresh();
 -- Statistics at once for the kept rows the overviews and customer_state_on read (autovacuum may
 -- come minutes later): without them the planner takes a table just filled for a few rows and

@@ -36,10 +36,16 @@ export async function loadMetricViewsSql(file = metricViewsFile): Promise<Metric
  * Drops the metric views (and their helpers), and the functions the file creates, inside the caller's transaction. They read the
  * typed-column views, which migrate may DROP and CREATE when the mapping changes: they go first.
  * Helpers an earlier release created and the file no longer has (metric_*) go too, or one of
- * them would block that DROP. A function may read views (its SQL-standard body depends on them)
- * and a view may call a function: each object goes once nothing left depends on it.
+ * them would block that DROP; so do the functions named metric_* that the file no longer creates
+ * (one reading a kept table would block the table's DROP). A function may read views (its
+ * SQL-standard body depends on them) and a view may call a function: each object goes once
+ * nothing left depends on it.
  */
 export async function dropMetricViews(client: pg.PoolClient, schema: string, views: readonly string[], functions: readonly string[] = []): Promise<void> {
+  // The listing triggers first: they run functions dropped below.
+  for (const [table, trigger] of [['resource_versions', MARK_TRIGGER], ...EPISODE_TRIGGERS]) {
+    await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(trigger)} ON ${quoteIdent(schema)}.${quoteIdent(table)}`);
+  }
   const { rows } = await client.query<{ name: string }>(`SELECT viewname AS name FROM pg_views WHERE schemaname = $1 AND viewname LIKE 'metric\\_%'`, [schema]);
   const viewNames = [...new Set([...METRIC_VIEWS, ...views, ...rows.map((r) => r.name)])];
   // Each view and function there is, with the ones of them that depend on it (a view's
@@ -50,7 +56,7 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
         WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'v' AND c.relname = ANY ($2::text[])
        UNION ALL
        SELECT 'f' || p.oid, 'f', p.proname::text FROM pg_proc p
-        WHERE p.pronamespace = $1::regnamespace AND p.proname = ANY ($3::text[])
+        WHERE p.pronamespace = $1::regnamespace AND (p.proname = ANY ($3::text[]) OR p.proname LIKE 'metric\\_%')
      ), edges AS (
        SELECT CASE WHEN d.classid = 'pg_rewrite'::regclass THEN 'v' || r.ev_class ELSE 'f' || d.objid END AS dependent,
               CASE WHEN d.refclassid = 'pg_class'::regclass THEN 'v' ELSE 'f' END || d.refobjid AS referenced
@@ -72,17 +78,22 @@ export async function dropMetricViews(client: pg.PoolClient, schema: string, vie
     if (named('v').length > 0) await client.query(`DROP VIEW ${named('v').join(', ')}`);
     for (const o of free) left.delete(o.key);
   }
-  // What the file keeps at write time: the trigger that lists the contracts to refresh, its
-  // function, and the tables (metric_*: the kept rows and the list), filled again when the file is
-  // applied.
-  await client.query(`DROP TRIGGER IF EXISTS ${quoteIdent(MARK_TRIGGER)} ON ${quoteIdent(schema)}.resource_versions`);
-  await client.query(`DROP FUNCTION IF EXISTS ${quoteIdent(schema)}.metric_mark_contracts()`);
+  // What the file keeps at write time: the tables (metric_*: the kept rows and the lists), filled
+  // again when the file is applied.
   const { rows: tables } = await client.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'metric\\_%'`, [schema]);
   if (tables.length > 0) await client.query(`DROP TABLE ${tables.map((t) => `${quoteIdent(schema)}.${quoteIdent(t.name)}`).join(', ')}`);
 }
 
 /** The trigger on resource_versions that lists the contracts whose kept metric rows are to be computed again (warehouse/metric-views.sql). */
 export const MARK_TRIGGER = 'resource_versions_mark_metric_contracts';
+
+/** The triggers that list the contracts and dunnings whose kept episodes are to be computed again (warehouse/metric-views.sql), by table. */
+export const EPISODE_TRIGGERS = [
+  ['resource_versions', 'resource_versions_mark_metric_episodes'],
+  ['webhook_events', 'webhook_events_mark_metric_episodes'],
+] as const;
+
+/** The views that call metric_escalation_episodes_in (warehouse/metric-views.sql), readers first. */
 
 /**
  * Creates the metric views from the file inside the caller's transaction (search_path set to

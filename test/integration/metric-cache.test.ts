@@ -9,7 +9,7 @@ import { startMetricRefresher } from '../../src/sink/metric-refresher.js';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { waitFor } from '../helpers/wait-for.js';
 import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
-import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
+import { appendVersions, appendWebhooks, type AppendedVersion, type AppendedWebhook } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
 import { scenarioWarehouse } from '../helpers/scenario-warehouse.js';
 
@@ -29,6 +29,7 @@ function questions(days: readonly string[]): string[] {
     ...METRIC_VIEWS.map((v) => `SELECT * FROM ${v}`),
     'SELECT * FROM metric_contract_lifecycle_all',
     'SELECT * FROM metric_mrr_spans',
+    'SELECT * FROM metric_escalation_episodes',
     ...days.flatMap((d) => [`SELECT * FROM contract_state_on('${d}')`, `SELECT * FROM customer_state_on('${d}')`]),
   ];
 }
@@ -55,6 +56,23 @@ async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
   await client.query(`INSERT INTO metric_customers_dirty (customer_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Customer'`);
   await client.query(`INSERT INTO metric_contracts_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract'`);
   await client.query(`INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction'`);
+  // The episodes: nothing kept, the webhooks' fields read again from webhook_events (not as the
+  // trigger appended them), every contract and dunning listed.
+  await client.query('DELETE FROM metric_escalation_episode_cache; DELETE FROM metric_escalation_cover; DELETE FROM metric_dunning_cache; DELETE FROM metric_escalation_event_cache; DELETE FROM metric_dunning_notice_cache');
+  await client.query(
+    `INSERT INTO metric_escalation_event_cache (event_id, event, received_at, contract_id, customer_id, trigger_days, due_date)
+     SELECT event_id, event, received_at, wh_as_text(wh_field(payload, 'ContractId', 'contractId', 'contractid')), wh_as_text(wh_field(payload, 'CustomerId', 'customerId', 'customerid')),
+            wh_as_integer(wh_field(payload, 'TriggerDays', 'triggerDays', 'triggerdays')), wh_as_timestamptz(wh_field(payload, 'DueDate', 'dueDate', 'duedate'))
+       FROM webhook_events
+      WHERE event IN ('PaymentEscalated', 'PaymentEscalationReset') AND wh_as_text(wh_field(payload, 'ContractId', 'contractId', 'contractid')) IS NOT NULL`,
+  );
+  await client.query(
+    `INSERT INTO metric_dunning_notice_cache (dunning_id, received_at)
+     SELECT wh_as_text(wh_field(payload, 'DunningId', 'dunningId', 'dunningid')), received_at FROM webhook_events
+      WHERE event = 'DunningCreated' AND wh_as_text(wh_field(payload, 'DunningId', 'dunningId', 'dunningid')) IS NOT NULL`,
+  );
+  await client.query(`INSERT INTO metric_episodes_dirty (contract_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Contract' UNION SELECT contract_id FROM metric_escalation_event_cache`);
+  await client.query(`INSERT INTO metric_dunnings_dirty (dunning_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Dunning'`);
 }
 
 /** The answers as the warehouse gives them now, and as computed with every contract's rows taken from its versions, at one now(). */
@@ -219,6 +237,92 @@ describe('metric rows kept at write time', () => {
         await client.query('ROLLBACK').catch(() => undefined);
         client.release();
       }
+    });
+
+    it('kept episodes equal the webhooks and versions after every statement, whatever order they arrive in', async () => {
+      const histories = contractHistories(20251127, 30);
+      const inputs = [...histories.flat().map((v) => ({ version: v })), ...episodeInputs(31, histories)];
+      const random = createRandom(17).next;
+      // In order of time (receipt, read), but one in five swaps with the next: a webhook stored
+      // after the version it caused, a payment's webhook before its transaction, a late version.
+      inputs.sort((a, b) => timeOf(a).localeCompare(timeOf(b)));
+      for (let i = 0; i + 1 < inputs.length; i++) {
+        if (random() < 1 / 5) [inputs[i], inputs[i + 1]] = [inputs[i + 1]!, inputs[i]!];
+      }
+      const days = ['2025-06-30', '2026-05-31'];
+      let statements = 0;
+      while (inputs.length > 0) {
+        // A statement appends versions or webhooks: the run of one kind at the head of the queue, at most 1 to 10 of them.
+        const n = 1 + Math.floor(random() * 10);
+        const kind = 'version' in inputs[0]! ? 'version' : 'webhook';
+        let k = 0;
+        while (k < n && k < inputs.length && ('version' in inputs[k]!) === (kind === 'version')) k++;
+        const batch = inputs.splice(0, k);
+        if (kind === 'version') await appendVersions(pool, schema, batch.map((x) => (x as { version: AppendedVersion }).version), statements % 3);
+        else await appendWebhooks(pool, schema, batch.map((x) => (x as { webhook: AppendedWebhook }).webhook));
+        statements++;
+        if (random() < 0.4) await refreshMetrics(pool, schema);
+        if (statements % 5 === 0 || inputs.length === 0) {
+          const { kept, live } = await keptAndLive(pool, schema, days);
+          for (const sql of Object.keys(live)) expect(kept[sql], `${sql} after statement ${statements}`).toEqual(live[sql]);
+        }
+      }
+      await refreshMetrics(pool, schema);
+      const { kept, live } = await keptAndLive(pool, schema, days);
+      for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
+      // Not vacuous: every outcome, the business-now cut, dunnings inside and outside escalations.
+      const episodes = live['SELECT * FROM metric_escalation_episodes']!.map((r) => JSON.parse(r) as { outcome: string });
+      expect(new Set(episodes.map((e) => e.outcome))).toEqual(new Set(['paid', 'reset', 'unknown', 'open']));
+      // The kept spans of business now to come: each holds the episodes as any now() in it gives
+      // them, the webhooks received by its start and by the moment before its end alike.
+      const s = quoteIdent(schema);
+      const columns = 'episode_id, contract_id, customer_id, started_at, ended_at, due_date, max_trigger_days, trigger_days_reached, outcome, duration, first_received_at, reset_received_at, outcome_read_at';
+      const spans = await pool.query<{ contract_id: string; kept: string; at_start: string; at_end: string }>(
+        `SELECT k.contract_id,
+                (SELECT COALESCE(array_agg(to_jsonb(x)::text ORDER BY to_jsonb(x)::text), '{}') FROM (SELECT ${columns} FROM ${s}.metric_escalation_episode_cache c WHERE c.contract_id = k.contract_id AND c.cut_from = k.cut_from) x)::text AS kept,
+                (SELECT COALESCE(array_agg(to_jsonb(x)::text ORDER BY to_jsonb(x)::text), '{}') FROM ${s}.metric_escalation_episodes_in(ARRAY[k.contract_id], ARRAY[k.cut_from]) x)::text AS at_start,
+                (SELECT COALESCE(array_agg(to_jsonb(x)::text ORDER BY to_jsonb(x)::text), '{}') FROM ${s}.metric_escalation_episodes_in(ARRAY[k.contract_id], ARRAY[LEAST(k.cut_until - interval '1 microsecond', 'infinity')]) x)::text AS at_end
+           FROM (SELECT DISTINCT contract_id, cut_from, cut_until FROM ${s}.metric_escalation_episode_cache) k`,
+      );
+      for (const span of spans.rows) expect([span.at_start, span.at_end], span.contract_id).toEqual([span.kept, span.kept]);
+      const counts = new Map<string, number>();
+      for (const span of spans.rows) counts.set(span.contract_id, (counts.get(span.contract_id) ?? 0) + 1);
+      expect(Math.max(...counts.values())).toBeGreaterThan(2);
+      const dunnings = live['SELECT * FROM dunning_episodes']!.map((r) => JSON.parse(r) as { episode_id: string; dunning_id: string; contract_id: string | null; levels_reached: number[] | null; dunning_ids: string[] });
+      expect(dunnings.some((d) => d.episode_id !== d.dunning_id && d.dunning_ids.length > 1)).toBe(true);
+      expect(dunnings.some((d) => d.episode_id === d.dunning_id && d.contract_id !== null)).toBe(true);
+      expect(dunnings.some((d) => d.contract_id === null)).toBe(true);
+      expect(dunnings.some((d) => (d.levels_reached ?? []).length > 1)).toBe(true);
+    });
+
+    it('kept episodes stay right when now() passes the receipt of a webhook stored before it came', async () => {
+      const s = quoteIdent(schema);
+      const { rows } = await pool.query<{ now: string }>('SELECT now()::text AS now');
+      const now = new Date(rows[0]!.now);
+      const at = (seconds: number) => new Date(now.getTime() + seconds * 1000).toISOString();
+      const due = at(-30 * 86_400);
+      const step = (days: number, receivedAt: string): AppendedWebhook => ({
+        id: crypto.randomUUID(),
+        event: 'PaymentEscalated',
+        at: receivedAt,
+        payload: { ContractId: 'c-clock', CustomerId: 'cu-clock', TriggerDays: days, DueDate: due },
+      });
+      // The second step's receipt 15 s ahead of the database's clock (a service clock ahead of the
+      // loader's; time enough to append and refresh before it comes), then a reset 16 s ahead:
+      // three spans to come after the refresh.
+      await appendWebhooks(pool, schema, [step(7, at(-86_400)), step(14, at(15)), { id: crypto.randomUUID(), event: 'PaymentEscalationReset', at: at(16), payload: { ContractId: 'c-clock' } }]);
+      await refreshMetrics(pool, schema);
+      const reached = async () => (await pool.query<{ r: number[] }>(`SELECT trigger_days_reached AS r FROM ${s}.payment_escalation_episodes WHERE contract_id = 'c-clock'`)).rows.map((x) => x.r);
+      expect(await reached()).toEqual([[7]]);
+      await waitFor(async () => (await pool.query<{ past: boolean }>('SELECT now() > $1::timestamptz + interval \'1 second\' AS past', [at(16)])).rows[0]!.past, {
+        timeoutMs: 40_000,
+        what: "the database's clock past the reset's receipt",
+      });
+      expect((await pool.query(`SELECT 1 FROM ${s}.metric_episodes_dirty WHERE contract_id = 'c-clock'`)).rows).toEqual([]);
+      expect(await reached()).toEqual([[7, 14]]);
+      const { kept, live } = await keptAndLive(pool, schema, ['2025-09-30']);
+      for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
+      expect(live['SELECT * FROM metric_escalation_episodes']!.filter((r) => r.includes('c-clock')).map((r) => JSON.parse(r).outcome)).toEqual(['unknown']);
     });
 
     it('a refresh leaves listed what was appended after its snapshot, and a second refresh beside it gives way', async () => {
@@ -451,5 +555,106 @@ function paymentHistories(seed: number, count: number): AppendedVersion[] {
     versions.forEach((b, i) => out.push({ type: 'PaymentTransaction', id, version: i + 1, at: new Date(at.getTime() + i * 3_600_000 * 30).toISOString(), body: b }));
     if (random() < 0.1) out.push({ type: 'PaymentTransaction', id, version: versions.length + 1, at: new Date(at.getTime() + 40 * 86_400_000).toISOString(), body: null });
   }
+  return out;
+}
+
+/** A version or a webhook, stored `lateHours` after its time (a sink behind on one topic). */
+type EpisodeInput = ({ version: AppendedVersion } | { webhook: AppendedWebhook }) & { lateHours?: number };
+
+function timeOf(x: EpisodeInput): string {
+  const at = 'version' in x ? x.version.at : x.webhook.at;
+  return new Date(new Date(at).getTime() + (x.lateHours ?? 0) * 3_600_000).toISOString();
+}
+
+/**
+ * What escalation and dunning episodes read, for about two contracts in three of `histories`
+ * (a contract deleted at the end gets none): one or two escalations, each of one to three
+ * PaymentEscalated steps (some redelivered, some keys in camelCase), then a
+ * PaymentEscalationReset (some received before their last step, some never: open), the
+ * contract read after it with a Balance (caused by the reset, or by a CustomerChanged received
+ * before it, which names no contract), a payment transaction of the contract with a
+ * PaymentSucceeded between the reset and that read (which names only the transaction), a
+ * ContractChanged in that window, some of these webhooks stored after the read; dunnings during
+ * an escalation and outside any (a DunningCreated for most, levels raised in a second version,
+ * one deleted, one moved to another contract), and
+ * dunnings without a contract. Dates from 2025 to 2027, so that business now cuts some of them.
+ */
+function episodeInputs(seed: number, histories: readonly AppendedVersion[][]): EpisodeInput[] {
+  const random = createRandom(seed).next;
+  const uuid = () => Array.from({ length: 32 }, () => Math.floor(random() * 16).toString(16)).join('').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+  const plus = (iso: string, hours: number) => new Date(new Date(iso).getTime() + hours * 3_600_000).toISOString();
+  const out: EpisodeInput[] = [];
+  const webhook = (event: string, at: string, payload: Record<string, unknown>, lateHours = 0) => {
+    const w = { id: uuid(), event, at, payload };
+    out.push({ webhook: w, lateHours });
+    return w;
+  };
+  let dunningNo = 0;
+  let closed = 0;
+  const dunning = (contractId: string | undefined, customerId: string, documentDate: string, notified: boolean) => {
+    const id = `d-${seed}-${dunningNo++}`;
+    // Some without a DocumentDate (then dated when the service told of it), some read days after
+    // their DunningCreated, which the sink may store after the read.
+    const dated = random() < 0.7;
+    const body = (level: number, contract = contractId) => ({ Id: id, ...(contract ? { ContractId: contract } : {}), CustomerId: customerId, ...(dated ? { DocumentDate: documentDate } : {}), DunningLevel: level });
+    out.push({ version: { type: 'Dunning', id, version: 1, at: plus(documentDate, random() < 0.5 ? 2 : 24 * 4), body: body(1) } });
+    if (notified) webhook('DunningCreated', plus(documentDate, 1), random() < 0.2 ? { dunningId: id } : { DunningId: id }, random() < 0.4 ? 24 * 10 : 0);
+    const r = random();
+    if (r < 0.4) out.push({ version: { type: 'Dunning', id, version: 2, at: plus(documentDate, 24 * 10), body: body(2) } });
+    else if (r < 0.47) out.push({ version: { type: 'Dunning', id, version: 2, at: plus(documentDate, 24 * 12), body: null } });
+    else if (r < 0.55 && contractId) out.push({ version: { type: 'Dunning', id, version: 2, at: plus(documentDate, 24 * 12), body: body(1, histories[0]![0]!.id) } });
+  };
+  histories.forEach((versions, k) => {
+    const last = versions[versions.length - 1]!;
+    if (last.body === null || random() < 0.3) return;
+    const contractId = last.id;
+    const customerId = String(last.body.CustomerId);
+    let version = versions.length;
+    let due = plus(String(last.body.StartDate), 24 * (20 + Math.floor(random() * 120)));
+    const escalations = random() < 0.4 ? 2 : 1;
+    for (let e = 0; e < escalations; e++) {
+      const steps = 1 + Math.floor(random() * 3);
+      const camel = random() < 0.2;
+      const stepAt: string[] = [];
+      for (let s = 1; s <= steps; s++) {
+        const at = plus(due, 24 * 7 * s + Math.floor(random() * 5));
+        const payload = camel ? { contractId, customerId, triggerDays: 7 * s, dueDate: due } : { ContractId: contractId, CustomerId: customerId, TriggerDays: 7 * s, DueDate: due };
+        webhook('PaymentEscalated', at, payload);
+        if (random() < 0.15) webhook('PaymentEscalated', plus(at, 3), payload);
+        stepAt.push(at);
+      }
+      const first = stepAt[0]!;
+      if (random() < 0.5) dunning(contractId, customerId, plus(first, 24), random() < 0.8);
+      if (random() < 0.4) dunning(contractId, customerId, plus(first, 24 * 3), random() < 0.8);
+      if (e === escalations - 1 && random() < 0.35) break; // open
+      const overtaken = steps > 1 && random() < 0.25;
+      const resetAt = overtaken ? plus(stepAt[steps - 1]!, -2) : plus(stepAt[steps - 1]!, 24 * (3 + Math.floor(random() * 15)));
+      const reset = webhook('PaymentEscalationReset', resetAt, { ContractId: contractId, CustomerId: customerId });
+      const readAt = plus(resetAt, 1);
+      const balance = random() < 0.5 ? 0 : -25;
+      const body = { ...last.body, Balance: balance };
+      // Each kind of outcome input in turn. "Last": stored after everything else, so after the
+      // read and every refresh of the contract (a sink far behind on one topic).
+      const last5y = 24 * 365 * 5;
+      const kind = closed++ % 7;
+      if (kind <= 4) {
+        out.push({ version: { type: 'Contract', id: contractId, version: ++version, at: readAt, body, sources: [reset.id] } });
+      } else if (kind === 5) {
+        // Read before the reset, caused by a webhook that names no contract.
+        const cause = webhook('CustomerChanged', plus(first, 5), { CustomerId: customerId }, closed % 2 === 0 ? last5y : 0);
+        out.push({ version: { type: 'Contract', id: contractId, version: ++version, at: plus(first, 6), body, sources: [cause.id] } });
+      }
+      if (kind === 1 || kind === 2) {
+        const tx = `ept-${seed}-${k}-${e}`;
+        out.push({ version: { type: 'PaymentTransaction', id: tx, version: 1, at: plus(resetAt, -48), body: { Id: tx, ContractId: contractId, Amount: 25, Currency: 'EUR', PaymentProvider: 'Stripe', Status: { Status: 'Succeeded', Timestamp: plus(resetAt, -49) } } } });
+        webhook('PaymentSucceeded', plus(resetAt, 0.5), { PaymentTransactionId: tx }, kind === 2 ? last5y : 0);
+      } else if (kind === 3) {
+        webhook('ContractChanged', plus(resetAt, 0.5), { ContractId: contractId }, last5y);
+      }
+      due = plus(resetAt, 24 * (60 + Math.floor(random() * 120)));
+    }
+    if (random() < 0.5) dunning(contractId, customerId, plus(due, 24 * 200), random() < 0.5);
+  });
+  for (let i = 0; i < 3; i++) dunning(undefined, `cu-${i}`, new Date(Date.UTC(2025, 3 + i * 7, 10)).toISOString(), i > 0);
   return out;
 }
