@@ -30,11 +30,8 @@ export interface AppendedWebhook {
  * placeholders; `partition` is the kafka_partition recorded.
  */
 export async function appendVersions(pool: pg.Pool, schema: string, versions: readonly AppendedVersion[], partition = 0): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
-    await client.query(
+  await asWriter(pool, (client) =>
+    client.query(
       `INSERT INTO ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
        SELECT t, id, v, at, b IS NULL, b, 'h' || ord, COALESCE(s::uuid[], '{}'), array_fill('Webhook'::text, ARRAY[cardinality(COALESCE(s::uuid[], '{}'))]), $6, ord
          FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::jsonb[], $7::text[]) WITH ORDINALITY AS x(t, id, v, at, b, s, ord)`,
@@ -47,27 +44,28 @@ export async function appendVersions(pool: pg.Pool, schema: string, versions: re
         partition,
         versions.map((v) => `{${(v.sources ?? []).join(',')}}`),
       ],
-    );
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    ),
+  );
 }
 
 /** Appends the webhooks in one INSERT statement, in a transaction of the writer role, as one sink batch writes them. */
 export async function appendWebhooks(pool: pg.Pool, schema: string, webhooks: readonly AppendedWebhook[]): Promise<void> {
+  await asWriter(pool, (client) =>
+    client.query(
+      `INSERT INTO ${quoteIdent(schema)}.webhook_events (event_id, event, received_at, payload)
+       SELECT id, event, at, payload FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::jsonb[]) AS x(id, event, at, payload)`,
+      [webhooks.map((w) => w.id), webhooks.map((w) => w.event), webhooks.map((w) => w.at), webhooks.map((w) => JSON.stringify(w.payload))],
+    ),
+  );
+}
+
+/** Runs `write` in one transaction of the writer role (as the sink writes), committed, or rolled back on an error. */
+async function asWriter(pool: pg.Pool, write: (client: pg.PoolClient) => Promise<unknown>): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
-    await client.query(
-      `INSERT INTO ${quoteIdent(schema)}.webhook_events (event_id, event, received_at, payload)
-       SELECT id, event, at, payload FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::jsonb[]) AS x(id, event, at, payload)`,
-      [webhooks.map((w) => w.id), webhooks.map((w) => w.event), webhooks.map((w) => w.at), webhooks.map((w) => JSON.stringify(w.payload))],
-    );
+    await write(client);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
