@@ -38,7 +38,7 @@ export function createSinkMetrics(registry: Registry): SinkMetrics {
     lateFills: new Counter({ name: 'billing_loader_sink_late_versions_total', help: 'Snapshots written below the stored maximum version, filling an earlier gap', labelNames: ['resource_type'], registers }),
     databaseRetries: new Counter({ name: 'billing_loader_sink_database_retries_total', help: 'Batches retried after a database or broker failure, by reason', labelNames: ['reason'], registers }),
     metricResourcesRefreshed: new Counter({ name: 'billing_loader_sink_metric_resources_refreshed_total', help: "Contracts, payment transactions and customers whose metric rows kept at write time were computed again from their versions", registers }),
-    metricResourcesPending: new Gauge({ name: 'billing_loader_sink_metric_resources_pending', help: 'Contract, payment transaction and customer versions appended since the last refresh of the kept metric rows (the metric views compute these at each read until then)', registers }),
+    metricResourcesPending: new Gauge({ name: 'billing_loader_sink_metric_resources_pending', help: 'Entries of the lists of contracts, payment transactions, customers, plan variants, escalation episodes and dunnings appended since the last refresh of the kept metric rows (the metric views compute these at each read until then)', registers }),
     metricRefreshSeconds: new Histogram({ name: 'billing_loader_sink_metric_refresh_seconds', help: 'Duration of one refresh of the kept metric rows, in seconds', buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers }),
   };
   cache.set(registry, metrics);

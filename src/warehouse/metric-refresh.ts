@@ -4,9 +4,12 @@ import { quoteIdent } from '../db/pool.js';
 /** What one refresh did: the contracts, payment transactions and customers whose kept metric rows it computed again, and how many are still listed. */
 export interface MetricRefreshResult {
   refreshed: number;
-  /** Contract, payment transaction and customer versions listed after the refresh's snapshot (written meanwhile): the next refresh's work. */
+  /** Entries of the lists (PENDING_LISTS) made after the refresh's snapshot (written meanwhile): the next refresh's work. */
   pending: number;
 }
+
+/** The lists of what is appended and not refreshed yet: contracts, payment transactions, customers, plan variants, escalation episodes' contracts, dunnings. */
+const PENDING_LISTS = ['metric_contracts_dirty', 'metric_payments_dirty', 'metric_customers_dirty', 'metric_variants_dirty', 'metric_episodes_dirty', 'metric_dunnings_dirty'];
 
 /** SQLSTATE of a refresh that ran beside another one (metric_cache_state's row): run it again. */
 export const SERIALIZATION_FAILURE = '40001';
@@ -29,9 +32,9 @@ export async function refreshMetrics(pool: pg.Pool, schema: string): Promise<Met
     await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
     const { rows } = await client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
     await client.query('COMMIT');
+    // Every list the refresh works off (warehouse/metric-views.sql), as one count.
     const pending = await client.query<{ n: string }>(
-      `SELECT (SELECT count(*) FROM ${quoteIdent(schema)}.metric_contracts_dirty) + (SELECT count(*) FROM ${quoteIdent(schema)}.metric_payments_dirty)
-              + (SELECT count(*) FROM ${quoteIdent(schema)}.metric_customers_dirty) AS n`,
+      `SELECT ${PENDING_LISTS.map((t) => `(SELECT count(*) FROM ${quoteIdent(schema)}.${t})`).join(' + ')} AS n`,
     );
     return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
   } catch (err) {
