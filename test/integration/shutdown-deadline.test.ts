@@ -40,6 +40,8 @@ describe('shutdown deadline', () => {
           TOPIC_PREFIX: c.topicPrefix,
           SINK_PORT: String(await freePort()),
           SHUTDOWN_TIMEOUT_MS: '1500',
+          // No metric refresh: its statement names no schema, so its session could not be told apart below.
+          SINK_METRICS_REFRESH_MS: '0',
           LOG_LEVEL: 'info',
         },
         stdio: ['ignore', 'ignore', 'pipe'],
@@ -63,6 +65,19 @@ describe('shutdown deadline', () => {
     } finally {
       await locker.query('ROLLBACK');
       locker.release();
+      // The killed sink's sessions outlive it on the server: the one waiting on the lock goes on
+      // with its statement once the lock is gone (the webhook insert and its listing trigger),
+      // and only then finds its client gone. Dropping the schema meanwhile deadlocks with it.
+      await waitFor(
+        async () => {
+          const { rows } = await h.pool.query<{ n: string }>(
+            `SELECT count(*) n FROM pg_stat_activity WHERE application_name = 'billing-loader sink' AND state <> 'idle' AND query LIKE '%' || $1 || '%'`,
+            [c.databaseSchema],
+          );
+          return Number(rows[0]?.n) === 0;
+        },
+        { what: "the killed sink's sessions have ended", timeoutMs: 60_000, intervalMs: 100 },
+      );
     }
   }, 120_000);
 });
