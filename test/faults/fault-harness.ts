@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
@@ -127,6 +127,9 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
   const portOf = (component: Component, instance = 0) => ports.get(processName(component, instance)) ?? 0;
   // Several enrichers get a state directory each, as on separate hosts; a single one keeps the default.
   const stateDirs = counts.enricher > 1 ? Array.from({ length: counts.enricher }, () => mkdtempSync(join(tmpdir(), `fault-${options.fault}-`))) : [];
+  // A process that outlives its own SHUTDOWN_TIMEOUT_MS is asked for a diagnostic report (SIGUSR2,
+  // node's default report signal) before it is killed: whether its event loop still ran (stuckReport).
+  const reportDir = mkdtempSync(join(tmpdir(), `fault-${options.fault}-reports-`));
   const sim = await startSimulator({
     seed: options.seed ?? 11,
     rateLimit: { requestsPerSecond: 0 },
@@ -163,6 +166,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
     ENRICHER_GONE_CONFIRM_MS: '1000',
     // A commit hidden behind a transaction left open is closed well within the drain's wait.
     ENRICHER_HANGING_TRANSACTION_MS: '30000',
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, '--report-on-signal', `--report-directory=${reportDir}`].filter(Boolean).join(' '),
     ...options.componentEnv?.[component],
   });
 
@@ -200,12 +204,20 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
   const terminate = async (component: Component, instance = 0) => {
     const child = running(component, instance);
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    const sentAt = new Date();
     child.kill('SIGTERM');
-    // The loader's own drain limit is SHUTDOWN_TIMEOUT_MS (30 s here): a process still there well after it is stuck.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    // The loader's own drain limit is SHUTDOWN_TIMEOUT_MS (30 s here): a process still there well
+    // after it is stuck. Its report first, then SIGKILL.
+    let killTimer: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      child.kill('SIGUSR2');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    }, 60_000);
     const [code, signal] = await exited;
     clearTimeout(timer);
-    if (code !== 0) throw new Error(`${processName(component, instance)} exited with ${code ?? signal} after SIGTERM: ${output.get(processName(component, instance))}`);
+    clearTimeout(killTimer);
+    const name = processName(component, instance);
+    if (code !== 0) throw new Error(`${name} exited with ${code ?? signal} after SIGTERM (sent ${sentAt.toISOString()}): ${stuckReport(reportDir, child.pid)}\n${output.get(name)}`);
   };
 
   const count = async (table: string) => {
@@ -290,7 +302,7 @@ export async function startFaultRun(options: FaultRunOptions): Promise<FaultRun>
         }),
       );
       await pool.end();
-      for (const dir of stateDirs) rmSync(dir, { recursive: true, force: true });
+      for (const dir of [...stateDirs, reportDir]) rmSync(dir, { recursive: true, force: true });
     },
   };
   try {
@@ -386,4 +398,17 @@ async function whereVersionsAre(kafka: Kafka, config: Config, pool: pg.Pool, pro
     lines.push(`diagnosis ${key}: ${topics}, warehouse [${rows.map((r) => `v${r.version}@${r.kafka_partition}:${r.kafka_offset}`).join(' ')}]`);
   }
   return lines;
+}
+
+/**
+ * What the diagnostic report of process `pid` (node --report-on-signal) says: node writes it from
+ * a signal listener, so a report means the event loop still ran (the stop waits on something: the
+ * libuv handles still active say what), no report that it was blocked.
+ */
+function stuckReport(dir: string, pid: number | undefined): string {
+  const file = readdirSync(dir).find((f) => f.includes(`.${pid}.`) && f.endsWith('.json'));
+  if (!file) return 'no diagnostic report after SIGUSR2: its event loop was blocked';
+  const report = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { libuv?: { type: string; is_active?: boolean; details?: string; remoteEndpoint?: { port?: number } }[] };
+  const handles = (report.libuv ?? []).filter((h) => h.is_active).map((h) => `${h.type}${h.remoteEndpoint?.port ? `->${h.remoteEndpoint.port}` : ''}`);
+  return `its event loop ran (diagnostic report written); active handles: ${handles.join(', ')}`;
 }
