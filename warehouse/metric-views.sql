@@ -1108,16 +1108,23 @@ WITH dunnings AS MATERIALIZED (
   SELECT * FROM metric_dunning_facts_live
 ), escalations AS MATERIALIZED (
   SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
+), due AS (
+  SELECT d.* FROM dunnings d WHERE COALESCE(d.document_date, d.notified_at) <= now()
 ), placed AS (
-  -- The latest escalation episode of the contract begun by the time the service told of the
-  -- dunning and not reset by then: a join on the contract, then the latest per dunning (a
-  -- lookup per dunning would scan every episode each time).
-  SELECT DISTINCT ON (d.dunning_id) d.*, COALESCE(z.episode_id, d.dunning_id) AS episode_id, z.ended_at, z.outcome
-    FROM dunnings d
-    LEFT JOIN escalations z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
-                           AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
-   WHERE COALESCE(d.document_date, d.notified_at) <= now()
-   ORDER BY d.dunning_id, z.first_received_at DESC NULLS LAST
+  -- The dunnings issued during an escalation episode: the latest episode of the contract begun by
+  -- the time the service told of the dunning and not reset by then (a join on the contract, then
+  -- the latest per dunning; a lookup per dunning would scan every episode each time).
+  SELECT DISTINCT ON (d.dunning_id) d.*, z.episode_id, z.ended_at, z.outcome
+    FROM due d
+    JOIN escalations z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                      AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+   ORDER BY d.dunning_id, z.first_received_at DESC
+), alone AS (
+  -- The others (most of them), each an episode of its own: taken as they are, not grouped.
+  SELECT d.* FROM due d
+   WHERE NOT EXISTS (SELECT FROM escalations z
+                      WHERE z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                        AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at))
 ), firsts AS (
   SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id, x.ended_at, x.outcome
     FROM placed x
@@ -1147,7 +1154,23 @@ SELECT m.episode_id,
        m.first_document_date
   FROM members m
   JOIN firsts f ON f.episode_id = m.episode_id
-  LEFT JOIN reached r ON r.episode_id = m.episode_id;
+  LEFT JOIN reached r ON r.episode_id = m.episode_id
+UNION ALL
+-- A dunning alone: its levels are kept distinct and ascending (metric_dunning_facts_live), so
+-- they are its episode's as they are (none: NULL, as the grouping above gives).
+SELECT x.dunning_id,
+       x.dunning_id,
+       x.contract_id,
+       x.customer_id,
+       COALESCE(x.document_date, x.notified_at),
+       NULL::timestamptz,
+       x.levels[cardinality(x.levels)],
+       CASE WHEN cardinality(x.levels) > 0 THEN x.levels END,
+       'open',
+       NULL::interval,
+       ARRAY[x.dunning_id],
+       x.document_date
+  FROM alone x;
 
 -- The episodes' part of metric_refresh() (which calls it first, in its snapshot): computes the
 -- listed contracts' escalation episodes again with no cut and the listed dunnings' rows, puts

@@ -213,6 +213,9 @@ describe('metric views on a crafted history', () => {
     }
     await insert('Dunning', 'd-4', 1, '2025-06-12T00:00:00Z', dunning('c-g', 1, '2025-05-20T00:00:00Z'));
     await insert('Dunning', 'd-4', 2, '2025-06-12T00:01:00Z', dunning('c-g', 2, '2025-05-20T00:00:00Z'));
+    // d-5: a dunning alone whose versions never showed a DunningLevel: it reached no level.
+    const { DunningLevel: _, ...levelless } = dunning('c-h', 1, '2025-05-25T00:00:00Z');
+    await insert('Dunning', 'd-5', 1, '2025-06-12T00:00:00Z', levelless);
 
     // Payment transactions as documented: Status is an object, StatusTimestamp its time.
     const payment = (status: string, amount: number, currency: string, provider: string, at: string) => ({ Status: { Status: status, Timestamp: at }, StatusTimestamp: at, Amount: amount, Currency: currency, PaymentProvider: provider });
@@ -367,6 +370,7 @@ describe('metric views on a crafted history', () => {
     expect(rows).toEqual([
       { episode_id: episode.d1, dunning_id: 'd-1', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-04-10T00:00:00Z'), ended_at: t('2025-04-25T00:00:01Z'), max_level: 2, levels_reached: [1, 2], outcome: 'paid', duration: '15 days 00:00:01', dunning_ids: ['d-1', 'd-2'], first_document_date: t('2025-04-10T00:00:00Z') },
       { episode_id: 'd-4', dunning_id: 'd-4', contract_id: 'c-g', customer_id: 'cu-g', started_at: t('2025-05-20T00:00:00Z'), ended_at: null, max_level: 2, levels_reached: [1, 2], outcome: 'open', duration: null, dunning_ids: ['d-4'], first_document_date: t('2025-05-20T00:00:00Z') },
+      { episode_id: 'd-5', dunning_id: 'd-5', contract_id: 'c-h', customer_id: 'cu-h', started_at: t('2025-05-25T00:00:00Z'), ended_at: null, max_level: null, levels_reached: null, outcome: 'open', duration: null, dunning_ids: ['d-5'], first_document_date: t('2025-05-25T00:00:00Z') },
       { episode_id: episode.f, dunning_id: 'd-3', contract_id: 'c-f', customer_id: 'cu-f', started_at: t('2025-06-07T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-3'], first_document_date: t('2025-06-07T00:00:00Z') },
     ]);
   });
