@@ -24,8 +24,7 @@ if (!existsSync(dist('cli/main.js'))) {
 const { applyHeapGrowth, DEFAULT_HEAP_GROWTH_PERCENT } = await import(dist('heap-growth.js'));
 applyHeapGrowth(DEFAULT_HEAP_GROWTH_PERCENT);
 const { main } = await import(dist('cli/main.js'));
-process.exitCode = await main(process.argv.slice(2));
-// A failed command may leave a client behind that holds the process open (a Kafka client call
-// that never settles): give the log a moment to flush, then end anyway. Unreferenced, so a process
-// with nothing left open exits at once as usual.
-if (process.exitCode !== 0) setTimeout(() => process.exit(), 1000).unref();
+const { endAfterReturn } = await import(dist('cli/process-end.js'));
+// Once the command has returned, nothing it left open (a Kafka client call that never settles, a
+// connection reopened during the stop) keeps the process up: src/cli/process-end.ts.
+endAfterReturn(await main(process.argv.slice(2)));
