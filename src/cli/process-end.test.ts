@@ -20,17 +20,24 @@ async function run(body: string, killAfterMs = 30_000): Promise<{ code: number |
 }
 
 describe('endAfterReturn', () => {
-  it('ends a process that a returned command left a timer and a listening socket in, with its exit code, naming what was open', async () => {
+  it('ends a process that a returned command left a timer and sockets in, with its exit code, naming what was open and the peers', async () => {
     const r = await run(`
       const net = await import('node:net');
-      net.createServer().listen(0, '127.0.0.1');
+      const server = net.createServer().listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      const port = server.address().port;
+      await new Promise((resolve) => net.connect(port, '127.0.0.1', resolve));
+      process.stderr.write(port + '\\n');
       setInterval(() => {}, 1000);
       end.endAfterReturn(0, 200);`);
     expect(r.signal).toBeNull();
     expect(r.code).toBe(0);
-    const line = JSON.parse(r.stderr.trim()) as { level: string; exitCode: number; open: string[]; msg: string };
+    const [port, json] = r.stderr.trim().split('\n');
+    const line = JSON.parse(json ?? '') as { level: string; exitCode: number; open: string[]; peers: string[]; msg: string };
     expect(line).toMatchObject({ level: 'warn', exitCode: 0, msg: 'the command returned with resources still open; exiting' });
-    expect(line.open).toEqual(expect.arrayContaining(['TCPServerWrap', 'Timeout']));
+    expect(line.open).toEqual(expect.arrayContaining(['TCPServerWrap', 'TCPSocketWrap', 'Timeout']));
+    // The client's socket, connected to the server's port.
+    expect(line.peers).toContain(`127.0.0.1:${port}`);
   });
 
   it("keeps a failed command's code", async () => {
