@@ -27,11 +27,14 @@ export interface GroupLag {
   attach(consumer: Consumer): Consumer;
   /** Reads committed offsets and partition ends of the assigned partitions and sets their gauges. */
   sample(): Promise<GroupSample>;
-  /** Removes every gauge of the group and closes the admin client. */
+  /** Removes every gauge of the group, lets a check under way end (up to 5 s) and closes the admin client; later checks read nothing. */
   close(): Promise<void>;
 }
 
 type Assignment = Map<string, number[]>;
+
+/** How long close() waits for a check under way before it disconnects the admin client anyway. */
+const CLOSE_WAIT_MS = 5000;
 
 /**
  * The lag of one consumer group, for the partitions this process owns. The assignment comes
@@ -46,6 +49,8 @@ export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: 
   let assignment: Assignment = new Map();
   let admin: Admin | undefined;
   let connecting: Promise<void> | undefined;
+  let closed = false;
+  let checking: Promise<unknown> | undefined;
   const lastCommitted = new Map<string, bigint>();
   const labels = (topic: string, partition: number) => ({ stage, group: groupId, topic, partition: String(partition) });
 
@@ -62,6 +67,7 @@ export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: 
   };
 
   const connected = async (): Promise<Admin> => {
+    if (closed) throw new Error(`the lag of group ${groupId} is no longer checked`);
     if (!admin) {
       const created = options.kafka.admin();
       admin = created;
@@ -84,48 +90,66 @@ export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: 
       return consumer;
     },
     async sample() {
-      const owned = assignment;
-      const topics = [...owned.keys()];
-      if (topics.length === 0) return { partitions: [], lag: 0, progressed: false };
-      const client = await connected();
-      const [committed, ends] = await Promise.all([
-        client.fetchOffsets({ groupId, topics }),
-        Promise.all(topics.map(async (topic) => [topic, await client.fetchTopicOffsets(topic)] as const)),
-      ]);
-      if (owned !== assignment) return { partitions: [], lag: 0, progressed: true };
-      const paused = new Set((current?.paused() ?? []).flatMap(({ topic, partitions }) => partitions.map((p) => `${topic}:${p}`)));
-      const endOf = new Map<string, { offset: string; low: string }>(ends.flatMap(([topic, offsets]) => offsets.map((o) => [`${topic}:${o.partition}`, o] as const)));
-      const committedOf = new Map<string, string>(committed.flatMap((t) => t.partitions.map((p) => [`${t.topic}:${p.partition}`, p.offset] as const)));
-      const partitions: PartitionLag[] = [];
-      let lag = 0;
-      let progressed = false;
-      for (const [topic, owns] of owned) {
-        for (const partition of owns) {
-          const key = `${topic}:${partition}`;
-          const end = endOf.get(key);
-          if (!end) continue;
-          const at = committedOf.get(key) ?? '-1';
-          // Nothing committed yet: the group starts at the log start (every group here reads from the beginning).
-          const from = BigInt(at) < 0n ? BigInt(end.low) : BigInt(at);
-          const behind = BigInt(end.offset) - from;
-          const records = Number(behind > 0n ? behind : 0n);
-          const previous = lastCommitted.get(key);
-          if (previous !== undefined && from > previous) progressed = true;
-          lastCommitted.set(key, from);
-          const isPaused = paused.has(key);
-          metrics.lag.set(labels(topic, partition), records);
-          partitions.push({ topic, partition, committed: at, end: end.offset, lag: records, paused: isPaused });
-          if (!isPaused) lag += records;
-        }
+      if (closed) return { partitions: [], lag: 0, progressed: false };
+      const run = check();
+      checking = run;
+      try {
+        return await run;
+      } finally {
+        if (checking === run) checking = undefined;
       }
-      return { partitions, lag, progressed };
     },
     async close() {
+      closed = true;
       assign(new Map());
       current = undefined;
+      // A check under way connects and reads through the admin client: disconnected under it,
+      // kafkajs finishes the connection afterwards and keeps it open (a stage stopped during its
+      // first check kept its process up that way). Its end is awaited first, for a while.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([checking?.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
       const client = admin;
       admin = undefined;
       await client?.disconnect().catch(() => undefined);
     },
   };
+
+  async function check(): Promise<GroupSample> {
+    const owned = assignment;
+    const topics = [...owned.keys()];
+    if (topics.length === 0) return { partitions: [], lag: 0, progressed: false };
+    const client = await connected();
+    const [committed, ends] = await Promise.all([
+      client.fetchOffsets({ groupId, topics }),
+      Promise.all(topics.map(async (topic) => [topic, await client.fetchTopicOffsets(topic)] as const)),
+    ]);
+    if (owned !== assignment) return { partitions: [], lag: 0, progressed: true };
+    const paused = new Set((current?.paused() ?? []).flatMap(({ topic, partitions }) => partitions.map((p) => `${topic}:${p}`)));
+    const endOf = new Map<string, { offset: string; low: string }>(ends.flatMap(([topic, offsets]) => offsets.map((o) => [`${topic}:${o.partition}`, o] as const)));
+    const committedOf = new Map<string, string>(committed.flatMap((t) => t.partitions.map((p) => [`${t.topic}:${p.partition}`, p.offset] as const)));
+    const partitions: PartitionLag[] = [];
+    let lag = 0;
+    let progressed = false;
+    for (const [topic, owns] of owned) {
+      for (const partition of owns) {
+        const key = `${topic}:${partition}`;
+        const end = endOf.get(key);
+        if (!end) continue;
+        const at = committedOf.get(key) ?? '-1';
+        // Nothing committed yet: the group starts at the log start (every group here reads from the beginning).
+        const from = BigInt(at) < 0n ? BigInt(end.low) : BigInt(at);
+        const behind = BigInt(end.offset) - from;
+        const records = Number(behind > 0n ? behind : 0n);
+        const previous = lastCommitted.get(key);
+        if (previous !== undefined && from > previous) progressed = true;
+        lastCommitted.set(key, from);
+        const isPaused = paused.has(key);
+        metrics.lag.set(labels(topic, partition), records);
+        partitions.push({ topic, partition, committed: at, end: end.offset, lag: records, paused: isPaused });
+        if (!isPaused) lag += records;
+      }
+    }
+    return { partitions, lag, progressed };
+  }
 }

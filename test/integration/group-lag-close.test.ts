@@ -1,0 +1,70 @@
+import { EventEmitter } from 'node:events';
+import { Socket } from 'node:net';
+import type { Consumer } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKafka } from '../../src/kafka/client.js';
+import { silentLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/metrics.js';
+import { createGroupLag } from '../../src/watch/group-lag.js';
+import { createWatchMetrics } from '../../src/watch/watch-metrics.js';
+import { testConfig } from '../helpers/environment.js';
+
+/**
+ * The group lag's admin client against the real broker: closed while a lag check is connecting
+ * or reading, it leaves no connection behind. A stage stopped during its first check otherwise
+ * kept a socket to the broker open, which kept its process up after a clean stop.
+ */
+const config = testConfig();
+const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'group-lag-close-test', log: silentLogger });
+const topic = `${config.topicPrefix}.lag-close`;
+const brokerPorts = new Set(config.kafkaBrokers.map((b) => Number(b.split(':')[1])));
+
+/** Sockets of this process connected to the broker. */
+function brokerSockets(): number {
+  const handles = (process as unknown as { _getActiveHandles: () => unknown[] })._getActiveHandles();
+  return handles.filter((h) => h instanceof Socket && h.remotePort !== undefined && brokerPorts.has(h.remotePort)).length;
+}
+
+/** The least of a kafkajs consumer that createGroupLag uses: its GROUP_JOIN event and paused(). */
+function fakeConsumer(): { consumer: Consumer; join: (assignment: Record<string, number[]>) => void } {
+  const emitter = new EventEmitter();
+  const consumer = {
+    events: { GROUP_JOIN: 'consumer.group_join' },
+    on: (event: string, listener: (e: unknown) => void) => emitter.on(event, listener),
+    paused: () => [],
+  } as unknown as Consumer;
+  return { consumer, join: (memberAssignment) => emitter.emit('consumer.group_join', { payload: { memberAssignment } }) };
+}
+
+beforeAll(async () => {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  await admin.disconnect();
+});
+afterAll(async () => {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+  await admin.disconnect();
+});
+
+describe('group lag close', () => {
+  it.each([
+    ['while its first check connects', 0],
+    ['while a check reads offsets', 1],
+  ])('leaves no connection to the broker when closed %s', async (_, checksBefore) => {
+    const before = brokerSockets();
+    const lag = createGroupLag({ kafka, groupId: `${topic}.group`, stage: 'test', metrics: createWatchMetrics(createMetrics()) });
+    const { consumer, join } = fakeConsumer();
+    lag.attach(consumer);
+    join({ [topic]: [0, 1] });
+    for (let i = 0; i < checksBefore; i++) await lag.sample();
+    const check = lag.sample().catch(() => undefined);
+    await lag.close();
+    await check;
+    // A connection kafkajs opens after the close would show within this wait.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(brokerSockets()).toBe(before);
+  });
+});
