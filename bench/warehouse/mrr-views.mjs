@@ -72,7 +72,7 @@ try {
   // As a sink leaves it: the listed contracts refreshed into the kept rows.
   const t1 = performance.now();
   const refreshed = await refreshMetrics(pool, schema);
-  console.log(`refreshed ${refreshed?.refreshed} contracts, transactions and plan variants in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+  console.log(`refreshed ${refreshed?.refreshed} contracts, transactions, plan variants and customers in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
   await timeViews('refreshed');
 } finally {
   if (!values.keep) await pool.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);

@@ -93,8 +93,6 @@ export const EPISODE_TRIGGERS = [
   ['webhook_events', 'webhook_events_mark_metric_episodes'],
 ] as const;
 
-/** The views that call metric_escalation_episodes_in (warehouse/metric-views.sql), readers first. */
-
 /**
  * Creates the metric views from the file inside the caller's transaction (search_path set to
  * the schema), after the analyst views they read, and grants SELECT on each to both roles, the

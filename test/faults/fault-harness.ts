@@ -408,7 +408,7 @@ async function whereVersionsAre(kafka: Kafka, config: Config, pool: pg.Pool, pro
 function stuckReport(dir: string, pid: number | undefined): string {
   const file = readdirSync(dir).find((f) => f.includes(`.${pid}.`) && f.endsWith('.json'));
   if (!file) return 'no diagnostic report after SIGUSR2: its event loop was blocked';
-  const report = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { libuv?: { type: string; is_active?: boolean; details?: string; remoteEndpoint?: { port?: number } }[] };
+  const report = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { libuv?: { type: string; is_active?: boolean; remoteEndpoint?: { port?: number } }[] };
   const handles = (report.libuv ?? []).filter((h) => h.is_active).map((h) => `${h.type}${h.remoteEndpoint?.port ? `->${h.remoteEndpoint.port}` : ''}`);
   return `its event loop ran (diagnostic report written); active handles: ${handles.join(', ')}`;
 }

@@ -1,6 +1,4 @@
-import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
-import type { Consumer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
@@ -8,6 +6,7 @@ import { createMetrics } from '../../src/metrics.js';
 import { createGroupLag } from '../../src/watch/group-lag.js';
 import { createWatchMetrics } from '../../src/watch/watch-metrics.js';
 import { testConfig } from '../helpers/environment.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * The group lag's admin client against the real broker: closed while a lag check is connecting
@@ -23,17 +22,6 @@ const brokerPorts = new Set(config.kafkaBrokers.map((b) => Number(b.split(':')[1
 function brokerSockets(): number {
   const handles = (process as unknown as { _getActiveHandles: () => unknown[] })._getActiveHandles();
   return handles.filter((h) => h instanceof Socket && h.remotePort !== undefined && brokerPorts.has(h.remotePort)).length;
-}
-
-/** The least of a kafkajs consumer that createGroupLag uses: its GROUP_JOIN event and paused(). */
-function fakeConsumer(): { consumer: Consumer; join: (assignment: Record<string, number[]>) => void } {
-  const emitter = new EventEmitter();
-  const consumer = {
-    events: { GROUP_JOIN: 'consumer.group_join' },
-    on: (event: string, listener: (e: unknown) => void) => emitter.on(event, listener),
-    paused: () => [],
-  } as unknown as Consumer;
-  return { consumer, join: (memberAssignment) => emitter.emit('consumer.group_join', { payload: { memberAssignment } }) };
 }
 
 beforeAll(async () => {
@@ -54,12 +42,20 @@ describe('group lag close', () => {
     ['while its first check connects', 0],
     ['while a check reads offsets', 1],
   ])('leaves no connection to the broker when closed %s', async (_, checksBefore) => {
+    const groupId = `${topic}.group-${checksBefore}`;
+    const lag = createGroupLag({ kafka, groupId, stage: 'test', metrics: createWatchMetrics(createMetrics()) });
+    // A real member of the group: its GROUP_JOIN gives the lag its partitions. It leaves before the
+    // sockets are counted (the lag keeps the assignment it was given).
+    const consumer = lag.attach(kafka.consumer({ groupId }));
+    let joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({ eachMessage: async () => undefined });
+    await waitFor(() => joined, { what: 'the consumer joined its group', timeoutMs: 60_000, intervalMs: 100 });
+    await consumer.disconnect();
     const before = brokerSockets();
-    const lag = createGroupLag({ kafka, groupId: `${topic}.group`, stage: 'test', metrics: createWatchMetrics(createMetrics()) });
-    const { consumer, join } = fakeConsumer();
-    lag.attach(consumer);
-    join({ [topic]: [0, 1] });
-    for (let i = 0; i < checksBefore; i++) await lag.sample();
+    for (let i = 0; i < checksBefore; i++) expect((await lag.sample()).partitions).toHaveLength(2);
     const check = lag.sample().catch(() => undefined);
     await lag.close();
     await check;
