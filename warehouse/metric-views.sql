@@ -1717,7 +1717,8 @@ END;
 -- customers those contracts and the listed plan variants touch (and their monthly sums), and
 -- takes what it saw off the lists (the customers' last known fields too). Once the running month is the last one kept (a month has
 -- begun), it computes every customer's MRR months again, a month further. Returns how many
--- contracts, transactions, plan variants and customers it refreshed. It reads one snapshot for all of that:
+-- contracts (for their own rows or their escalation episodes), transactions, plan variants,
+-- customers and dunnings it refreshed. It reads one snapshot for all of that:
 -- run it in a REPEATABLE READ transaction (the sink does; search_path set to the warehouse
 -- schema). Two refreshes never interleave: the second waits for the first's row of
 -- metric_cache_state and then fails with a serialization error (40001), to be run again.
@@ -1729,11 +1730,16 @@ DECLARE
   seen_variants tid[];
   seen_customers tid[];
   n bigint;
+  episode_contracts text[];
+  dunnings bigint;
   running date := date_trunc('month', now() AT TIME ZONE 'UTC')::date;
   through date;
   customers text[];
 BEGIN
-  -- The escalation and dunning episodes (metric_refresh_episodes, with their views).
+  -- The escalation and dunning episodes (metric_refresh_episodes, with their views); what it
+  -- refreshes is read first, to be counted (it takes what it saw off its lists).
+  episode_contracts := ARRAY(SELECT DISTINCT contract_id FROM metric_episodes_dirty);
+  dunnings := (SELECT count(DISTINCT dunning_id) FROM metric_dunnings_dirty);
   PERFORM metric_refresh_episodes();
   seen := ARRAY(SELECT ctid FROM metric_contracts_dirty);
   seen_payments := ARRAY(SELECT ctid FROM metric_payments_dirty);
@@ -1741,9 +1747,11 @@ BEGIN
   seen_customers := ARRAY(SELECT ctid FROM metric_customers_dirty);
   through := (SELECT mrr_through FROM metric_cache_state);
   IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND cardinality(seen_customers) = 0 AND through > running THEN
-    RETURN 0;
+    RETURN cardinality(episode_contracts) + dunnings;
   END IF;
-  n := (SELECT count(*) FROM metric_dirty_contracts) + (SELECT count(DISTINCT transaction_id) FROM metric_payments_dirty)
+  -- A contract listed for its own rows and for its episodes counts once.
+  n := (SELECT count(*) FROM (SELECT contract_id FROM metric_dirty_contracts UNION SELECT unnest(episode_contracts)) c) + dunnings
+       + (SELECT count(DISTINCT transaction_id) FROM metric_payments_dirty)
        + (SELECT count(DISTINCT plan_variant_id) FROM metric_variants_dirty) + (SELECT count(DISTINCT customer_id) FROM metric_customers_dirty);
   UPDATE metric_cache_state SET refreshed_at = now(), contracts = contracts + n;
   -- The customers whose MRR months change, read before the spans are replaced: the kept spans

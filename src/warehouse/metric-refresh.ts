@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import { quoteIdent } from '../db/pool.js';
 
-/** What one refresh did: the contracts, payment transactions, plan variants and customers whose kept metric rows it computed again, and how many are still listed. */
+/** What one refresh did, and how many are still listed. */
 export interface MetricRefreshResult {
+  /** The contracts (for their own rows or their escalation episodes), payment transactions, plan variants, customers and dunnings whose kept rows it computed again. */
   refreshed: number;
   /** Entries of the lists (PENDING_LISTS) made after the refresh's snapshot (written meanwhile): the next refresh's work. */
   pending: number;

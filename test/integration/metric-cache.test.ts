@@ -387,6 +387,24 @@ describe('metric rows kept at write time', () => {
       await new Promise((r) => setTimeout(r, 200));
       expect((await pool.query(`SELECT DISTINCT contract_id FROM ${quoteIdent(schema)}.metric_contracts_dirty`)).rows).toEqual([{ contract_id: 'after-stop' }]);
     });
+
+    it('counts what the episodes\' part refreshed: the contracts of escalation webhooks and the dunnings', async () => {
+      await refreshMetrics(pool, schema);
+      await appendVersions(pool, schema, [
+        { type: 'Dunning', id: 'd-counted-1', version: 1, at: '2025-03-02T00:00:00Z', body: { Id: 'd-counted-1', ContractId: 'c-counted', CustomerId: 'cu-counted', DunningLevel: 1 } },
+        { type: 'Dunning', id: 'd-counted-2', version: 1, at: '2025-03-03T00:00:00Z', body: { Id: 'd-counted-2', CustomerId: 'cu-counted', DunningLevel: 1 } },
+      ]);
+      await appendWebhooks(pool, schema, [
+        { id: '6f1c1c5e-0000-4000-8000-000000000001', event: 'PaymentEscalated', at: '2025-03-04T00:00:00Z', payload: { ContractId: 'c-counted', CustomerId: 'cu-counted', TriggerDays: 7, DueDate: '2025-02-25T00:00:00Z' } },
+        { id: '6f1c1c5e-0000-4000-8000-000000000002', event: 'PaymentEscalated', at: '2025-03-11T00:00:00Z', payload: { ContractId: 'c-counted', CustomerId: 'cu-counted', TriggerDays: 14, DueDate: '2025-02-25T00:00:00Z' } },
+      ]);
+      // One contract (two webhooks) and two dunnings; nothing else was listed.
+      expect(await refreshMetrics(pool, schema)).toEqual({ refreshed: 3, pending: 0 });
+      expect(await refreshMetrics(pool, schema)).toEqual({ refreshed: 0, pending: 0 });
+      // A contract listed for its own rows and for its episodes (each version lists both) counts once.
+      await appendVersions(pool, schema, [{ ...contractHistories(4244, 1)[0]![0]!, id: 'c-counted' }]);
+      expect(await refreshMetrics(pool, schema)).toEqual({ refreshed: 1, pending: 0 });
+    });
   });
 });
 
