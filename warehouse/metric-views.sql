@@ -1391,6 +1391,21 @@ CREATE VIEW metric_fx_rates AS
 SELECT currency, valid_from, lead(valid_from) OVER (PARTITION BY currency ORDER BY valid_from) AS valid_until, rate_to_reporting
   FROM fx_rates;
 
+-- The rate of each currency and month that the monthly views use: the row valid on the month's
+-- end day (today for the running month), for every month from the first rate's to the running
+-- one; a month before a currency's first rate has no row. Joined by equality on (currency, month),
+-- once per month instead of once per customer-month; a function so that the planner expects a
+-- few rows (ROWS 100) and hashes them, rather than sorting every customer-month to merge with a
+-- calendar it guesses at a thousand months (fx_rates, filled by hand, is seldom analyzed).
+CREATE FUNCTION metric_fx_month_rates() RETURNS TABLE (currency text, month date, rate_to_reporting numeric)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp ROWS 100
+BEGIN ATOMIC
+  SELECT f.currency, m.month, f.rate_to_reporting
+    FROM (SELECT d::date AS month, LEAST((d + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day
+            FROM generate_series((SELECT date_trunc('month', min(x.valid_from)) FROM fx_rates x), date_trunc('month', now() AT TIME ZONE 'UTC'), interval '1 month') AS d) m
+    JOIN metric_fx_rates f ON f.valid_from <= m.end_day AND (f.valid_until IS NULL OR m.end_day < f.valid_until);
+END;
+
 -- One row per contract and UTC day with a paying span in force at the end of the day (at now()
 -- for today), up to today. mrr: the variant's monthly fee in force then x the quantity, in
 -- `currency`; NULL when the variant was never read or its period unit is unknown (and then left
@@ -1557,8 +1572,7 @@ SELECT r.month,
        r.mrr * f.rate_to_reporting AS mrr_reporting,
        (r.mrr - r.previous_mrr) * f.rate_to_reporting AS amount_reporting
   FROM metric_mrr_customer_months r
-  CROSS JOIN LATERAL (SELECT LEAST((r.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day) e
-  LEFT JOIN metric_fx_rates f ON f.currency = r.currency AND f.valid_from <= e.end_day AND (f.valid_until IS NULL OR e.end_day < f.valid_until);
+  LEFT JOIN metric_fx_month_rates() f ON f.currency = r.currency AND f.month = r.month;
 
 -- What mrr_monthly adds up, per month: per currency (all_currencies false; currency NULL: the
 -- contracts without one) the customer-months, MRR, paying customers, the five movements'
@@ -1652,8 +1666,7 @@ WITH running AS (
 ), rated AS (
   SELECT s.*, f.rate_to_reporting AS rate
     FROM sums s
-    CROSS JOIN LATERAL (SELECT LEAST((s.month + interval '1 month - 1 day')::date, (now() AT TIME ZONE 'UTC')::date) AS end_day) e
-    LEFT JOIN metric_fx_rates f ON f.currency = s.currency AND f.valid_from <= e.end_day AND (f.valid_until IS NULL OR e.end_day < f.valid_until)
+    LEFT JOIN metric_fx_month_rates() f ON f.currency = s.currency AND f.month = s.month
    WHERE NOT s.all_currencies
 ), totals AS (
   SELECT r.month, NULL::text AS currency, bool_and(r.rate IS NOT NULL) AS complete,
