@@ -1101,30 +1101,30 @@ ALTER TABLE metric_dunning_cache ADD PRIMARY KEY (dunning_id);
 -- episode does, never before its last DocumentDate.
 -- levels_reached: every DunningLevel any version of its documents showed, ascending.
 CREATE VIEW dunning_episodes AS
-WITH dunnings AS MATERIALIZED (
-  -- Every dunning the service still has: the kept rows of those not listed, the listed ones' computed.
-  SELECT k.* FROM metric_dunning_cache k WHERE NOT EXISTS (SELECT FROM metric_dunnings_dirty d WHERE d.dunning_id = k.dunning_id)
+WITH due AS MATERIALIZED (
+  -- Every dunning the service still has, issued by now: the kept rows of those not listed, the
+  -- listed ones' computed.
+  SELECT k.* FROM metric_dunning_cache k
+   WHERE NOT EXISTS (SELECT FROM metric_dunnings_dirty d WHERE d.dunning_id = k.dunning_id)
+     AND COALESCE(k.document_date, k.notified_at) <= now()
   UNION ALL
-  SELECT * FROM metric_dunning_facts_live
+  SELECT l.* FROM metric_dunning_facts_live l WHERE COALESCE(l.document_date, l.notified_at) <= now()
 ), escalations AS MATERIALIZED (
   SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
-), due AS (
-  SELECT d.* FROM dunnings d WHERE COALESCE(d.document_date, d.notified_at) <= now()
-), placed AS (
-  -- The dunnings issued during an escalation episode: the latest episode of the contract begun by
-  -- the time the service told of the dunning and not reset by then (a join on the contract, then
-  -- the latest per dunning; a lookup per dunning would scan every episode each time).
-  SELECT DISTINCT ON (d.dunning_id) d.*, z.episode_id, z.ended_at, z.outcome
+), matched AS MATERIALIZED (
+  -- Each dunning with every escalation episode of its contract begun by the time the service told
+  -- of the dunning and not reset by then, or alone (episode_id NULL) when there is none: one
+  -- hash join for both kinds (a lookup per dunning would scan every episode each time).
+  SELECT d.*, z.episode_id, z.first_received_at AS episode_began_at, z.ended_at, z.outcome
     FROM due d
-    JOIN escalations z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
-                      AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
-   ORDER BY d.dunning_id, z.first_received_at DESC
+    LEFT JOIN escalations z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                           AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+), placed AS (
+  -- The dunnings issued during an escalation episode, in the latest of those episodes.
+  SELECT DISTINCT ON (x.dunning_id) x.* FROM matched x WHERE x.episode_id IS NOT NULL ORDER BY x.dunning_id, x.episode_began_at DESC
 ), alone AS (
   -- The others (most of them), each an episode of its own: taken as they are, not grouped.
-  SELECT d.* FROM due d
-   WHERE NOT EXISTS (SELECT FROM escalations z
-                      WHERE z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
-                        AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at))
+  SELECT x.* FROM matched x WHERE x.episode_id IS NULL
 ), firsts AS (
   SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id, x.ended_at, x.outcome
     FROM placed x
