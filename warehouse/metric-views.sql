@@ -1773,7 +1773,11 @@ BEGIN
   seen_customers := ARRAY(SELECT ctid FROM metric_customers_dirty);
   through := (SELECT mrr_through FROM metric_cache_state);
   IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND cardinality(seen_customers) = 0 AND through > running THEN
-    RETURN cardinality(episode_contracts) + dunnings;
+    n := cardinality(episode_contracts) + dunnings;
+    IF n > 0 THEN
+      UPDATE metric_cache_state SET contracts = contracts + n;
+    END IF;
+    RETURN n;
   END IF;
   -- A contract listed for its own rows and for its episodes counts once.
   n := (SELECT count(*) FROM (SELECT contract_id FROM metric_dirty_contracts UNION SELECT unnest(episode_contracts)) c) + dunnings
