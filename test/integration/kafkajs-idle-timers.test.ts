@@ -40,7 +40,7 @@ describe('kafkajs idle connections', () => {
       globalThis.setTimeout = ((fn: () => void, ms?: number, ...rest: unknown[]) => {
         const file = /node_modules\/kafkajs\/(\S+?\.js)/.exec(new Error().stack ?? '')?.[1] ?? 'elsewhere';
         byFile.set(file, (byFile.get(file) ?? 0) + 1);
-        return original(fn, ms, ...rest);
+        return Reflect.apply(original, globalThis, [fn, ms, ...rest]) as ReturnType<typeof setTimeout>;
       }) as typeof setTimeout;
       try {
         await new Promise((resolve) => original(resolve, 1000));
