@@ -1,11 +1,12 @@
 import { Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createGroupLag } from '../../src/watch/group-lag.js';
 import { createWatchMetrics } from '../../src/watch/watch-metrics.js';
 import { testConfig } from '../helpers/environment.js';
+import { fileTopics } from '../helpers/file-topics.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 /**
@@ -24,18 +25,7 @@ function brokerSockets(): number {
   return handles.filter((h) => h instanceof Socket && h.remotePort !== undefined && brokerPorts.has(h.remotePort)).length;
 }
 
-beforeAll(async () => {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
-  await admin.disconnect();
-});
-afterAll(async () => {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-  await admin.disconnect();
-});
+fileTopics(kafka, [{ topic, numPartitions: 2 }]);
 
 describe('group lag close', () => {
   it.each([

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createKafka } from '../../src/kafka/client.js';
 import { silentLogger } from '../../src/log.js';
 import { testConfig } from '../helpers/environment.js';
+import { fileTopics } from '../helpers/file-topics.js';
 
 /**
  * kafkajs' request queue checked its pending requests again after every check, with nothing
@@ -15,18 +16,7 @@ const config = testConfig();
 const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: 'idle-timers-test', log: silentLogger });
 const topic = `${config.topicPrefix}.idle-timers`;
 
-beforeAll(async () => {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-});
-afterAll(async () => {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-  await admin.disconnect();
-});
+fileTopics(kafka, [{ topic, numPartitions: 1 }]);
 
 describe('kafkajs idle connections', () => {
   it('schedule no timer while nothing is pending', async () => {
