@@ -27,7 +27,7 @@ export interface GroupLag {
   attach(consumer: Consumer): Consumer;
   /** Reads committed offsets and partition ends of the assigned partitions and sets their gauges. */
   sample(): Promise<GroupSample>;
-  /** Removes every gauge of the group, lets a check under way end (up to 5 s) and closes the admin client; later checks read nothing. */
+  /** Removes every gauge of the group, lets the checks under way end (up to 5 s) and closes the admin client; later checks read nothing. */
   close(): Promise<void>;
 }
 
@@ -50,7 +50,8 @@ export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: 
   let admin: Admin | undefined;
   let connecting: Promise<void> | undefined;
   let closed = false;
-  let checking: Promise<unknown> | undefined;
+  /** Checks under way: more than one when the watchdog gave up waiting for a slow one and began the next. */
+  const checking = new Set<Promise<unknown>>();
   const lastCommitted = new Map<string, bigint>();
   const labels = (topic: string, partition: number) => ({ stage, group: groupId, topic, partition: String(partition) });
 
@@ -92,11 +93,11 @@ export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: 
     async sample() {
       if (closed) return { partitions: [], lag: 0, progressed: false };
       const run = check();
-      checking = run;
+      checking.add(run);
       try {
         return await run;
       } finally {
-        if (checking === run) checking = undefined;
+        checking.delete(run);
       }
     },
     async close() {
@@ -105,9 +106,9 @@ export function createGroupLag(options: { kafka: Kafka; groupId: string; stage: 
       current = undefined;
       // A check under way connects and reads through the admin client: disconnected under it,
       // kafkajs finishes the connection afterwards and keeps it open (a stage stopped during its
-      // first check kept its process up that way). Its end is awaited first, for a while.
+      // first check kept its process up that way). The checks' end is awaited first, for a while.
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([checking?.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+      await Promise.race([Promise.allSettled(checking), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
       clearTimeout(timer);
       const client = admin;
       admin = undefined;
