@@ -10,13 +10,14 @@ import { uniqueSuffix } from '../helpers/environment.js';
  * database is initialised with the C locale; many are not (the PostgreSQL container images and
  * most managed services default to en_US.UTF-8), and there `ORDER BY` on text and `lower()`
  * follow the language's rules: lower case sorts before upper case. This file runs the letter-case
- * rules of the facts in a database whose collation is ICU's en-US and compares them with the
- * test database's.
+ * rules of the facts in two databases of its own, created beside the test database, one with the
+ * C locale and one with ICU's en-US.
  */
 const log = createLogger('warn');
 const base = inject('services').DATABASE_URL;
-const database = `billing_loader_icu_${uniqueSuffix()}`;
-const schema = `test_${uniqueSuffix()}`;
+const suffix = uniqueSuffix();
+const databases = { c: `billing_loader_c_${suffix}`, icu: `billing_loader_icu_${suffix}` };
+const schema = `test_${suffix}`;
 const admin = createPool({ databaseUrl: base, applicationName: 'test', log });
 const urlOf = (name: string) => {
   const url = new URL(base);
@@ -27,17 +28,17 @@ let icu: ReturnType<typeof createPool>;
 let plain: ReturnType<typeof createPool>;
 
 beforeAll(async () => {
-  await admin.query(`CREATE DATABASE ${quoteIdent(database)} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`);
-  icu = createPool({ databaseUrl: urlOf(database), applicationName: 'test', log });
-  plain = createPool({ databaseUrl: base, applicationName: 'test', log });
+  await admin.query(`CREATE DATABASE ${quoteIdent(databases.c)} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER libc LOCALE 'C'`);
+  await admin.query(`CREATE DATABASE ${quoteIdent(databases.icu)} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`);
+  plain = createPool({ databaseUrl: urlOf(databases.c), applicationName: 'test', log });
+  icu = createPool({ databaseUrl: urlOf(databases.icu), applicationName: 'test', log });
   for (const pool of [plain, icu]) await migrate(pool, { schema, log });
 });
 
 afterAll(async () => {
   await icu?.end();
-  await plain?.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
   await plain?.end();
-  await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`);
+  for (const name of Object.values(databases)) await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
   await admin.end();
 });
 
@@ -59,7 +60,7 @@ async function answers(pool: ReturnType<typeof createPool>) {
 }
 
 describe('the database\'s collation', () => {
-  it('is ICU en-US in the second database (lower case sorts first there) and C in the test database', async () => {
+  it('is C in one database and ICU en-US in the other (lower case sorts first there)', async () => {
     const order = async (pool: ReturnType<typeof createPool>) => (await pool.query(`SELECT array_agg(k ORDER BY k) AS o FROM unnest(ARRAY['PlanId', 'planid']) AS k`)).rows[0].o;
     expect(await order(icu)).toEqual(['planid', 'PlanId']);
     expect(await order(plain)).toEqual(['PlanId', 'planid']);
