@@ -42,7 +42,7 @@ afterAll(async () => {
   await admin.end();
 });
 
-/** A body spelling the plan key three ways, and one whose keys differ from the documented names only in case. */
+/** A body spelling the plan key three ways, and the status key in capitals only. */
 const twice = { planid: 'folded', PlanId: 'declared', planId: 'camel', LIFECYCLESTATUS: 'Active' };
 
 async function answers(pool: ReturnType<typeof createPool>) {
