@@ -2,7 +2,7 @@
 // Analyst layer benchmark. Not a test: it measures and prints, and asserts nothing about time
 // (it stops only when two forms of one answer disagree).
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--sink-concurrency P] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
@@ -20,7 +20,7 @@
 //    definitions, in a side schema over the same table), --old-runs runs (default 3; 0 skips);
 //    the month-end counts also counted from contract_as_of, checked to give the same rows;
 // 3. loads M snapshot records (default 200,000; 0 skips) through the real sink (Kafka, registry,
-//    startSink) into another fresh warehouse, and the same rows with plain COPY into a table
+//    startSink, --sink-concurrency partitions at once, default 3 as shipped) into another fresh warehouse, and the same rows with plain COPY into a table
 //    with the same columns and indexes and no trigger, timing only the COPYs;
 // 4. times each public metric view whole (every row fetched) and as the dashboard or an analyst
 //    reads it, contract_state_on / customer_state_on for yesterday and contract_state_on at 12
@@ -61,6 +61,7 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '5' },
     'old-runs': { type: 'string', default: '3' },
     'sink-records': { type: 'string', default: '200000' },
+    'sink-concurrency': { type: 'string', default: '3' },
     keep: { type: 'boolean', default: false },
     'metrics-only': { type: 'boolean', default: false },
     reuse: { type: 'string' },
@@ -490,7 +491,7 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
     const metrics = createMetrics();
     const written = async () => (await metrics.getSingleMetric('billing_loader_sink_rows_written_total')?.get())?.values.reduce((s, v) => s + v.value, 0) ?? 0;
     const started = performance.now();
-    const sink = await startSink({ log, metrics, health: createHealth() }, target);
+    const sink = await startSink({ log, metrics, health: createHealth() }, target, { partitionsConsumedConcurrently: Number(args['sink-concurrency']) });
     let firstAt;
     for (;;) {
       const n = await written();
