@@ -12,17 +12,16 @@
 -- the loader, so it uses the load-side times.
 
 -- The top-level fields of a body named in `keys` (lower case) as one small object keyed in lower
--- case, matched in any letter case as the typed columns are (spec 9.3); a key spelled twice keeps
--- the spelling version_facts keeps (capitals first, by bytes: migration 0023). The metric views read the
--- same fields from version_facts (migration 0005), stored once per version when it is appended,
--- because reading them here decompresses every body on every query; this stays for analysts. The
--- current state is read from current_facts (migration 0010), which holds the latest versions only.
+-- case, matched in any letter case as the typed columns are (spec 9.3): version_fact_fields
+-- (migrations 0005, 0023), the extraction the facts are kept with, under the argument order the
+-- metric helpers use, so that the two never differ. The metric views read the same fields from
+-- version_facts, stored once per version when it is appended, because reading them here
+-- decompresses every body on every query; this stays for analysts. The current state is read
+-- from current_facts (migration 0010), which holds the latest versions only.
 DROP FUNCTION IF EXISTS metric_fields(jsonb, text[]);
 CREATE FUNCTION metric_fields(body jsonb, keys text[]) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN (SELECT jsonb_object_agg(lower(e.key COLLATE "C"), e.value ORDER BY e.key COLLATE "C" DESC)
-          FROM jsonb_each(CASE WHEN jsonb_typeof(body) = 'object' THEN body END) AS e
-         WHERE lower(e.key COLLATE "C") = ANY (keys));
+RETURN version_fact_fields(keys, body);
 
 -- The phases of a contract body (Phases: [{Type, StartDate, PlanId}, ...]), keys in any letter case.
 -- The fields are looked up in a level of their own (OFFSET 0), so each wh_as_* gets a plain column
