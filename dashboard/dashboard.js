@@ -82,7 +82,7 @@ async function loadRevenue() {
     $('revenue-month').textContent = 'no contract has a currency yet';
     return;
   }
-  const d = await api(`/api/revenue?${range()}&currency=${encodeURIComponent(currency())}`);
+  const d = await apiForRange(`/api/revenue?${range()}&currency=${encodeURIComponent(currency())}`);
   draw('chart-mrr', 'line', d.months, [
     line('MRR', d.mrr, '#2563eb', { fill: true, backgroundColor: '#2563eb22' }),
     line('ARR', d.arr, '#16a34a', { yAxisID: 'y1', borderDash: [4, 3] }),
@@ -158,7 +158,7 @@ $('customer-search').addEventListener('submit', (e) => {
 });
 
 async function loadContracts() {
-  const d = await api(`/api/contract-daily?${range()}`);
+  const d = await apiForRange(`/api/contract-daily?${range()}`);
   draw('chart-status', 'line', d.days, Object.keys(STATUS_LABELS).map((k) => line(STATUS_LABELS[k], d.byStatus[k], STATUS_COLORS[k])), { scales: axes('contracts') });
   draw('chart-plan', 'line', d.days, d.byPlan.map((p, i) => line(p.planName ? `${p.planName} (${p.planId.slice(-6)})` : p.planId, p.values, COLORS[i % COLORS.length], { fill: true, backgroundColor: `${COLORS[i % COLORS.length]}33` })), {
     scales: axes('contracts', { stacked: true }),
@@ -173,14 +173,14 @@ async function loadContracts() {
 }
 
 async function loadMovements() {
-  const d = await api(`/api/movements?${range()}`);
+  const d = await apiForRange(`/api/movements?${range()}`);
   draw('chart-movements', 'bar', d.days, Object.keys(MOVEMENT_LABELS).map((k) => bar(MOVEMENT_LABELS[k], d.series[k], MOVEMENT_COLORS[k])), { scales: axes('contracts', { stacked: true }) });
   $('kpi-movements').textContent = fmt.format(d.total);
   $('movements-total').textContent = `In range: ${Object.keys(MOVEMENT_LABELS).map((k) => `${MOVEMENT_LABELS[k].toLowerCase()} ${fmt.format(d.totals[k])}`).join(', ')}.`;
 }
 
 async function loadCohorts() {
-  const d = await api(`/api/trial-cohorts?${range()}`);
+  const d = await apiForRange(`/api/trial-cohorts?${range()}`);
   draw('chart-cohorts', 'bar', d.months, [
     bar('Trials', d.trials, '#93c5fd'),
     bar('Converted', d.converted, '#2563eb'),
@@ -193,7 +193,7 @@ async function loadCohorts() {
 }
 
 async function loadEpisodes() {
-  const d = await api(`/api/episodes?${range()}`);
+  const d = await apiForRange(`/api/episodes?${range()}`);
   draw('chart-episodes', 'bar', d.weeks, [bar('Dunning', d.dunningStarted, '#f59e0b'), bar('Payment escalation', d.escalationStarted, '#dc2626')], { scales: axes('episodes started') });
   $('kpi-dunning-open').textContent = fmt.format(d.dunning.openNow);
   $('kpi-escalation-open').textContent = fmt.format(d.escalation.openNow);
@@ -201,14 +201,14 @@ async function loadEpisodes() {
 }
 
 async function loadPayments() {
-  const d = await api(`/api/payments?${range()}`);
+  const d = await apiForRange(`/api/payments?${range()}`);
   draw('chart-payments', 'bar', d.days, [bar('Succeeded', d.succeeded, '#16a34a'), bar('Failed', d.failed, '#dc2626')], { scales: axes('transactions', { stacked: true }) });
   $('kpi-success').textContent = d.successRatePercent === null ? 'n/a' : `${d.successRatePercent} %`;
   $('payments-figures').textContent = `In range: ${fmt.format(d.totalSucceeded)} succeeded, ${fmt.format(d.totalFailed)} failed.`;
 }
 
 async function loadPipeline() {
-  const d = await api('/api/pipeline-health');
+  const d = await apiForRange('/api/pipeline-health');
   draw('chart-pipeline', 'bar', d.minutes, [
     bar('Webhooks / min', d.webhooks, '#93c5fd'),
     bar('Versions / min', d.versions, '#2563eb'),
@@ -219,7 +219,17 @@ async function loadPipeline() {
   $('pipeline-figures').textContent = d.minutes.length ? `${fmt.format(dead)} dead letters in this window.` : 'No loading recorded yet.';
 }
 
+// Each loadAll is a generation; a chart is drawn only from the answers of the latest one, so an
+// answer for an earlier range that arrives late never redraws over the range on screen.
 let generation = 0;
+class Superseded extends Error {}
+async function apiForRange(path) {
+  const mine = generation;
+  const d = await api(path);
+  if (mine !== generation) throw new Superseded();
+  return d;
+}
+
 async function loadAll() {
   const from = $('from').value;
   const to = $('to').value;
@@ -237,6 +247,7 @@ async function loadAll() {
     document.body.dataset.currency = currency();
     document.body.dataset.loaded = `${from}..${to}`;
   } catch (err) {
+    if (err instanceof Superseded) return;
     setStatus(`Could not load the charts: ${err.message}`, true);
   }
 }
