@@ -255,8 +255,9 @@ async function loadAll() {
 let whole = null;
 async function start() {
   try {
-    whole = (await api('/api/range')).range;
-    await loadCurrencies();
+    // Neither needs the other: asked at once.
+    const [r] = await Promise.all([api('/api/range'), loadCurrencies()]);
+    whole = r.range;
   } catch (err) {
     setStatus(`Could not read the warehouse: ${err.message}`, true);
     return;

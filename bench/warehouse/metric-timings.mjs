@@ -189,12 +189,11 @@ async function timeRequests({ dashboardPool, schema, p, runs, longMs, requests, 
   }
   if (p.contract) await request('/api/timeline (one contract)', () => data.timeline(p.contract));
   if (p.customer) await request('/api/timeline (one customer)', () => data.timeline(p.customer));
-  // The first load as dashboard.js sends it: the range, then the currencies, then the revenue
-  // (in the reporting currency when fx_rates has rows, else the first currency; none without
-  // one) and the six other charts' requests at once.
-  await request('first load (range, currencies, then seven requests at once)', async () => {
-    const range = await data.range();
-    const c = await revenue.currencies();
+  // The first load as dashboard.js sends it: the range and the currencies at once, then the
+  // revenue (in the reporting currency when fx_rates has rows, else the first currency; none
+  // without one) and the six other charts' requests at once.
+  await request('first load (range and currencies, then seven requests at once)', async () => {
+    const [range, c] = await Promise.all([data.range(), revenue.currencies()]);
     if (!range) return undefined;
     const currency = c.reporting ? null : c.currencies[0];
     return Promise.all([

@@ -366,6 +366,32 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
     expect([movements.labels[0], movements.labels.at(-1)]).toEqual([whole.from, whole.to]);
   });
 
+  it('asks for the range and the currencies at once when it opens, and loads once both came', async () => {
+    // A page of its own whose range answer is held: the currencies must be asked for meanwhile
+    // (neither needs the other; in sequence they were a third of the first load at 10 M versions).
+    const second = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const rangeUrl = (u: URL) => u.pathname === '/api/range';
+    try {
+      await second.route(rangeUrl, async (route) => {
+        await held;
+        await route.continue();
+      });
+      const rangeAsked = second.waitForRequest((r) => new URL(r.url()).pathname === '/api/range');
+      const currenciesAsked = second.waitForRequest((r) => new URL(r.url()).pathname === '/api/currencies', { timeout: 15_000 });
+      await second.goto(`${dashboard.url}/`);
+      await rangeAsked;
+      await currenciesAsked;
+      release();
+      await second.waitForFunction((want) => (globalThis as unknown as InPage).document.body.dataset.loaded === want, `${whole.from}..${whole.to}`, { timeout: 20_000 });
+      expect(await second.locator('#currency option').count()).toBeGreaterThan(0);
+    } finally {
+      release();
+      await second.close();
+    }
+  });
+
   it("opens a contract's timeline: its versions in order, each with the fields that changed", async () => {
     const { id } = await one<{ id: string }>(`SELECT resource_id AS id FROM ${s}.contract_history GROUP BY resource_id ORDER BY count(*) DESC, resource_id LIMIT 1`);
     const history = (await direct.query<{ version: number; deleted: boolean }>(`SELECT version, deleted FROM ${s}.contract_history WHERE resource_id = $1 ORDER BY version`, [id])).rows;
