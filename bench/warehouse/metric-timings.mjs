@@ -2,6 +2,7 @@
 // bench/warehouse/run.mjs (docs/BENCHMARKS.md, "Metric views"). Not a test: it measures and
 // prints, and asserts nothing about time.
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
 import { createPool, quoteIdent } from '../../dist/db/pool.js';
 import { createAnalystPool } from '../../dist/dashboard/analyst-pool.js';
 import { searchCustomers } from '../../dist/dashboard/customer-search.js';
@@ -62,6 +63,9 @@ async function fetchAll(pool, sql) {
   const result = await pool.query(`COPY (${sql}) TO STDOUT`);
   return result.rowCount ?? 0;
 }
+
+/** `sql` with its parameters written in as literals: COPY (...) TO STDOUT takes no parameters. */
+const inlined = (sql, params) => sql.replace(/\$(\d+)/g, (_, n) => pg.escapeLiteral(String(params[Number(n) - 1])));
 
 /** Questions on the metric views: each whole, and the forms the dashboard (or an analyst looking at one contract or customer) reads. */
 function viewForms(S, p) {
@@ -143,10 +147,13 @@ export async function timeMetrics({ pool, databaseUrl, schema, runs, longMs, tim
       views.push({ query: view, form: 'whole', ms: r.ms, rows: r.last, runs: r.runs, timedOut: r.timedOut });
       say(`${view}: ${shown(r, runs, `${r.last} rows fetched`)}`);
     }
+    // Each form twice: as the server computes and sends it (COPY, rows counted), and through
+    // `pg`, which builds a JavaScript object per row (a client's own cost, large for big answers).
     for (const q of viewForms(S, p)) {
+      const served = await repeat(() => fetchAll(viewsPool, inlined(q.sql, q.params)), runs, longMs);
       const r = await repeat(() => viewsPool.query(q.sql, q.params), runs, longMs);
-      views.push({ query: q.name, form: 'read', ms: r.ms, rows: r.last?.rowCount, runs: r.runs, timedOut: r.timedOut });
-      say(`${q.name}: ${shown(r, runs, `${r.last?.rowCount} rows`)}`);
+      views.push({ query: q.name, form: 'read', ms: r.ms, servedMs: served.ms, rows: r.last?.rowCount, runs: r.runs, timedOut: r.timedOut || served.timedOut });
+      say(`${q.name}: ${shown(served, runs, `${served.last} rows fetched`)}; through pg ${shown(r, runs, `${r.last?.rowCount} rows`)}`);
     }
     for (const f of stateFunctions(S, p)) {
       const r = await repeat(async () => (f.whole ? fetchAll(viewsPool, f.sql) : Number((await viewsPool.query(f.sql)).rows[0].count)), runs, longMs);
