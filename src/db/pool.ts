@@ -34,3 +34,36 @@ export function createPool(options: PoolOptions): pg.Pool {
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
+
+/**
+ * Runs `work` on a client checked out of `pool`, and returns the client. While a client is
+ * checked out, pg emits 'error' on it when the server ends its connection (a shutdown, a
+ * terminated session) besides failing the query in flight; with no listener that event is
+ * thrown out of the socket's handler and ends the process. Here it is listened to, and a client
+ * whose connection is gone (that event, or an error of SQLSTATE class 08 or 57 or a dropped
+ * socket) is destroyed rather than handed out again. What `work` throws is thrown as it is.
+ */
+export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
+  try {
+    return await work(client);
+  } catch (err) {
+    if (connectionGone(err)) broken ??= err instanceof Error ? err : new Error(String(err));
+    throw err;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
+/** An error that means the session's connection is gone or going (not one the session can go on after). */
+function connectionGone(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || code.startsWith('57');
+  return /connection terminated|not queryable|Connection ended|ECONNREFUSED|ECONNRESET|EPIPE/i.test(err instanceof Error ? err.message : String(err));
+}

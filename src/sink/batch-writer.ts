@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { quoteIdent } from '../db/pool.js';
+import { quoteIdent, withClient } from '../db/pool.js';
 import { errorMessage } from '../errors.js';
 import { arrayLiteral, copyFrom, copyText } from '../warehouse/copy-from.js';
 import { classifyDatabaseError } from '../errors.js';
@@ -42,16 +42,8 @@ const SNAPSHOT_COLUMNS = 'resource_type, resource_id, version, fetched_at, delet
  * idempotent.
  */
 export async function writeBatch(pool: pg.Pool, schema: string, snapshots: SnapshotRow[], webhooks: WebhookRow[]): Promise<BatchOutcome> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  // A checked-out client whose server goes away emits 'error' (no pool listener while checked
-  // out); without a listener that would crash the process. The query in flight fails as well,
-  // and that failure is what the caller retries.
-  const onError = (err: Error) => {
-    broken = err;
-  };
-  client.on('error', onError);
-  try {
+  // A lost connection fails the query in flight (the caller retries) and destroys the client.
+  return withClient(pool, async (client) => {
     try {
       return await inTransaction(client, async () => {
         const plan = await planBatch(client, schema, snapshots);
@@ -79,14 +71,7 @@ export async function writeBatch(pool: pg.Pool, schema: string, snapshots: Snaps
       }
       return outcome(plan, snapshotsWritten, webhooksWritten, refused, true);
     });
-  } catch (err) {
-    if (classifyDatabaseError(err) === 'transient') broken = err instanceof Error ? err : new Error(String(err));
-    throw err;
-  } finally {
-    client.off('error', onError);
-    // A client whose connection failed is destroyed, not returned to the pool.
-    client.release(broken);
-  }
+  });
 }
 
 function outcome(plan: VersionPlan, snapshotsWritten: number, webhooksWritten: number, refused: DatabaseRefusal[], isolated: boolean): BatchOutcome {

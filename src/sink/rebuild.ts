@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { migrate, migrateSettings } from '../db/migrate.js';
 import type { WarehouseRoles } from '../warehouse/schema-roles.js';
-import { quoteIdent } from '../db/pool.js';
+import { quoteIdent, withClient } from '../db/pool.js';
 import { UserError } from '../errors.js';
 import { topicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
@@ -214,27 +214,26 @@ async function verify(pool: pg.Pool, live: string, fresh: string, stats: { versi
 
 /** Renames live -> <live>_replaced_<time> and fresh -> live in one transaction. */
 async function swap(pool: pg.Pool, live: string, fresh: string): Promise<string | null> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const exists = (await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [live])).rowCount === 1;
-    const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
-    const replaced = exists ? `${live.slice(0, 40)}_replaced_${stamp}` : null;
-    // The dead letters are no part of the logs a rebuild reads: they move over, and the sink's
-    // dead-letter group (whose offsets stay where they are) goes on from there.
-    const hasLetters = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'dead_letters'`, [live])).rowCount === 1;
-    if (hasLetters) await client.query(`INSERT INTO ${quoteIdent(fresh)}.dead_letters SELECT * FROM ${quoteIdent(live)}.dead_letters ON CONFLICT DO NOTHING`);
-    // The analyst's exchange rates (fx_rates, the MRR views' reference data) are in no log either.
-    const hasRates = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'fx_rates'`, [live])).rowCount === 1;
-    if (hasRates) await client.query(`INSERT INTO ${quoteIdent(fresh)}.fx_rates SELECT * FROM ${quoteIdent(live)}.fx_rates ON CONFLICT DO NOTHING`);
-    if (replaced) await client.query(`ALTER SCHEMA ${quoteIdent(live)} RENAME TO ${quoteIdent(replaced)}`);
-    await client.query(`ALTER SCHEMA ${quoteIdent(fresh)} RENAME TO ${quoteIdent(live)}`);
-    await client.query('COMMIT');
-    return replaced;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  return withClient(pool, async (client) => {
+    try {
+      await client.query('BEGIN');
+      const exists = (await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [live])).rowCount === 1;
+      const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
+      const replaced = exists ? `${live.slice(0, 40)}_replaced_${stamp}` : null;
+      // The dead letters are no part of the logs a rebuild reads: they move over, and the sink's
+      // dead-letter group (whose offsets stay where they are) goes on from there.
+      const hasLetters = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'dead_letters'`, [live])).rowCount === 1;
+      if (hasLetters) await client.query(`INSERT INTO ${quoteIdent(fresh)}.dead_letters SELECT * FROM ${quoteIdent(live)}.dead_letters ON CONFLICT DO NOTHING`);
+      // The analyst's exchange rates (fx_rates, the MRR views' reference data) are in no log either.
+      const hasRates = exists && (await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'fx_rates'`, [live])).rowCount === 1;
+      if (hasRates) await client.query(`INSERT INTO ${quoteIdent(fresh)}.fx_rates SELECT * FROM ${quoteIdent(live)}.fx_rates ON CONFLICT DO NOTHING`);
+      if (replaced) await client.query(`ALTER SCHEMA ${quoteIdent(live)} RENAME TO ${quoteIdent(replaced)}`);
+      await client.query(`ALTER SCHEMA ${quoteIdent(fresh)} RENAME TO ${quoteIdent(live)}`);
+      await client.query('COMMIT');
+      return replaced;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  });
 }

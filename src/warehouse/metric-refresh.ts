@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { quoteIdent } from '../db/pool.js';
+import { quoteIdent, withClient } from '../db/pool.js';
 
 /** What one refresh did, and how many are still listed. */
 export interface MetricRefreshResult {
@@ -25,23 +25,22 @@ export const SERIALIZATION_FAILURE = '40001';
  * A concurrent refresh makes this one fail with SQLSTATE 40001: the caller runs it again.
  */
 export async function refreshMetrics(pool: pg.Pool, schema: string): Promise<MetricRefreshResult | undefined> {
-  const client = await pool.connect();
-  try {
-    const { rows: found } = await client.query<{ fn: string | null }>('SELECT to_regprocedure($1) AS fn', [`${quoteIdent(schema)}.metric_refresh()`]);
-    if (!found[0]?.fn) return undefined;
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-    await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
-    const { rows } = await client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
-    await client.query('COMMIT');
-    // Every list the refresh works off (warehouse/metric-views.sql), as one count.
-    const pending = await client.query<{ n: string }>(
-      `SELECT ${PENDING_LISTS.map((t) => `(SELECT count(*) FROM ${quoteIdent(schema)}.${t})`).join(' + ')} AS n`,
-    );
-    return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  return withClient(pool, async (client) => {
+    try {
+      const { rows: found } = await client.query<{ fn: string | null }>('SELECT to_regprocedure($1) AS fn', [`${quoteIdent(schema)}.metric_refresh()`]);
+      if (!found[0]?.fn) return undefined;
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+      const { rows } = await client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
+      await client.query('COMMIT');
+      // Every list the refresh works off (warehouse/metric-views.sql), as one count.
+      const pending = await client.query<{ n: string }>(
+        `SELECT ${PENDING_LISTS.map((t) => `(SELECT count(*) FROM ${quoteIdent(schema)}.${t})`).join(' + ')} AS n`,
+      );
+      return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  });
 }

@@ -366,6 +366,38 @@ describe('metric rows kept at write time', () => {
       for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
     });
 
+    it('a refresh whose connection the server ends fails with the error, and the process goes on', async () => {
+      // The server ends a session's connection when it shuts down (or an administrator ends the
+      // session): pg then emits 'error' on the client, and a client checked out with no listener
+      // for it throws that error out of the socket's handler, which ends the sink's process.
+      const s = quoteIdent(schema);
+      await appendVersions(pool, schema, [{ ...contractHistories(4244, 1)[0]![0]!, id: 'connection-lost' }]);
+      const holder = await pool.connect();
+      const uncaught: unknown[] = [];
+      const onUncaught = (err: unknown) => uncaught.push(err);
+      process.prependListener('uncaughtException', onUncaught);
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT 1 FROM ${s}.metric_cache_state FOR UPDATE`);
+        const refresh = refreshMetrics(pool, schema).then(
+          () => ({ code: 'none' }),
+          (err: unknown) => err as { code?: string },
+        );
+        await waitForLockWait(pool);
+        await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%metric_refresh%'`);
+        expect(await refresh).toMatchObject({ code: '57P01' });
+        // The connection's end comes after the query's error: let it arrive.
+        await new Promise((r) => setTimeout(r, 200));
+        await holder.query('ROLLBACK');
+      } finally {
+        process.removeListener('uncaughtException', onUncaught);
+        holder.release();
+      }
+      expect(uncaught).toEqual([]);
+      // The pool hands out working connections, and the next refresh does the work.
+      expect((await refreshMetrics(pool, schema))?.refreshed).toBeGreaterThan(0);
+    });
+
     it("the sink's refresher empties the list at its pace, counts what it refreshed, and stops", async () => {
       await appendVersions(pool, schema, contractHistories(4242, 5).flat());
       const registers = [new Registry()];
