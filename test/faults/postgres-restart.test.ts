@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorMessage } from '../../src/errors.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { expectNothingLost, startFaultRun, type FaultRun } from './fault-harness.js';
 import { nativeKafka, startPrivatePostgres, type PrivateService } from './private-services.js';
@@ -35,7 +36,10 @@ describe.skipIf(!nativeKafka)('fault: PostgreSQL stopped and restarted', () => {
       await server.stop();
       // The sink notices (its readiness reports the failing writes) while webhooks keep coming.
       await r.eventsLater(30);
-      sinkNotReady = await waitFor(async () => (await fetch(`${r.opsUrl('sink')}/readyz`)).status === 503, { timeoutMs: 30_000, what: 'sink reports the outage' });
+      // A sink that is gone (its probe unreachable) is told apart from one that never noticed.
+      sinkNotReady = await waitFor(async () => (await fetch(`${r.opsUrl('sink')}/readyz`)).status === 503, { timeoutMs: 30_000, what: 'sink reports the outage' }).catch((err: unknown) => {
+        throw new Error(`${errorMessage(err)}\n${r.logs()}`, { cause: err });
+      });
     } finally {
       await server.start();
       await server.waitReady(60_000);
