@@ -36,7 +36,7 @@ export function quoteIdent(name: string): string {
 }
 
 /**
- * Runs `work` on a client checked out of `pool`, and returns the client. While a client is
+ * Runs `work` on a client checked out of `pool`, then gives the client back. While a client is
  * checked out, pg emits 'error' on it when the server ends its connection (a shutdown, a
  * terminated session) besides failing the query in flight; with no listener that event is
  * thrown out of the socket's handler and ends the process. Here it is listened to, and a client

@@ -377,14 +377,17 @@ describe('metric rows kept at write time', () => {
       const onUncaught = (err: unknown) => uncaught.push(err);
       process.prependListener('uncaughtException', onUncaught);
       try {
+        const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         await holder.query('BEGIN');
         await holder.query(`SELECT 1 FROM ${s}.metric_cache_state FOR UPDATE`);
         const refresh = refreshMetrics(pool, schema).then(
           () => ({ code: 'none' }),
           (err: unknown) => err as { code?: string },
         );
-        await waitForLockWait(pool);
-        await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%metric_refresh%'`);
+        // The refresh's session, waiting for the held row (not another test's session).
+        const blocked = `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`;
+        await waitFor(async () => (await pool.query(blocked, [holderPid])).rows.length === 1, { timeoutMs: 10_000, what: 'the refresh waiting for the held row' });
+        await pool.query(`SELECT pg_terminate_backend(pid) FROM (${blocked}) b`, [holderPid]);
         expect(await refresh).toMatchObject({ code: '57P01' });
         // The connection's end comes after the query's error: let it arrive.
         await new Promise((r) => setTimeout(r, 200));
