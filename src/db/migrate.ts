@@ -11,7 +11,7 @@ import { loadTypedColumns, mergeTypedColumns } from '../warehouse/typed-columns.
 import { moveGrantsToSchemaRoles, type WarehouseRoles } from '../warehouse/schema-roles.js';
 import { checksumMatches, migrationChecksum } from './migration-checksum.js';
 import { DEFAULT_MIGRATE_LOCK_ATTEMPTS, DEFAULT_MIGRATE_LOCK_TIMEOUT_MS, lockedTransaction, type LockPolicy } from './migrate-transaction.js';
-import { quoteIdent } from './pool.js';
+import { quoteIdent, withClient } from './pool.js';
 
 export const migrationsDir = join(packageRoot, 'migrations');
 
@@ -90,10 +90,9 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
     retryMinDelayMs: options.retryMinDelayMs,
     retryMaxDelayMs: options.retryMaxDelayMs,
   };
-  const client = await pool.connect();
-  const inLock = <T>(step: string, work: (c: pg.PoolClient) => Promise<T>): Promise<T> => lockedTransaction(client, { ...policy, schema: options.schema, step, log: options.log }, work);
-  const applied: string[] = [];
-  try {
+  return withClient(pool, async (client) => {
+    const inLock = <T>(step: string, work: (c: pg.PoolClient) => Promise<T>): Promise<T> => lockedTransaction(client, { ...policy, schema: options.schema, step, log: options.log }, work);
+    const applied: string[] = [];
     await inLock('bookkeeping', async (c) => {
       await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
       await c.query(`CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
@@ -132,7 +131,5 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions): Promise<M
       options.log.info('analyst views created', { schema: options.schema, changed: derived.changed, all: derived.all, factsReextracted: derived.factsReextracted });
     }
     return { applied, alreadyApplied: migrations.map((m) => m.name).filter((n) => !applied.includes(n)), derivedObjects: derived.outcome };
-  } finally {
-    client.release();
-  }
+  });
 }

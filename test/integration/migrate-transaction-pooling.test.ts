@@ -63,6 +63,9 @@ async function transactionPooled(): Promise<{ pool: pg.Pool; leftovers: string[]
       }
     },
     release() {},
+    // The pooler's clients report no connection events of their own (the servers behind are the pool's).
+    on() {},
+    off() {},
   };
   return {
     pool: { connect: async () => client } as unknown as pg.Pool,
