@@ -50,14 +50,17 @@ export async function stackUp(o: StackOptions): Promise<Record<string, string>> 
     throw new UserError(`kafka: ${name} is running; run \`billing-loader stack down\` first to switch to Kafka ${line.version} (each line keeps its own data)`);
   }
   const all = services(o);
+  // A busy port is refused before any service starts, so that the refusal leaves nothing running.
+  for (const s of all) {
+    if (s.runningPid() === undefined && (await portInUse(s.port))) {
+      throw new UserError(`${s.name}: port ${s.port} is already in use by another process; stop it or choose another port (billing-loader stack up --help)`);
+    }
+  }
   // allSettled: a failure of one service is reported after the others settled, not while they still start.
   const results = await Promise.allSettled(
     all.map(async (s) => {
       const started = Date.now();
       if (s.runningPid() === undefined) {
-        if (await portInUse(s.port)) {
-          throw new UserError(`${s.name}: port ${s.port} is already in use by another process; stop it or choose another port (billing-loader stack up --help)`);
-        }
         await s.install(progress);
         progress(`${s.name}: starting on 127.0.0.1:${s.port}`);
         await s.start();

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isRunning } from '../../src/stack/processes.js';
+import { isRunning, portInUse } from '../../src/stack/processes.js';
 import { runCli } from '../helpers/cli.js';
 
 // A second, private stack: its own folder and ports, so `down` can be tested without touching
@@ -93,11 +93,16 @@ describe('billing-loader stack', () => {
     try {
       const otherDir = privateDir('billing-loader-stack-busy-');
       const result = await runCli(['stack', 'up', '--postgres-port', '25433', '--kafka-port', '29094', '--kafka-controller-port', '29095', '--registry-port', '28082'], { STACK_DIR: otherDir });
+      // Refused before anything started: no broker or registry is left running on its port
+      // (a test run that meets a busy port must not leave services behind for the next one).
+      const leftRunning: number[] = [];
+      for (const port of [29094, 28082]) if (await portInUse(port)) leftRunning.push(port);
       await runCli(['stack', 'down'], { STACK_DIR: otherDir });
       rmSync(otherDir, { recursive: true, force: true });
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(/^billing-loader: postgres: port 25433 is already in use by another process; stop it or choose another port/m);
       expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      expect(leftRunning).toEqual([]);
     } finally {
       blocker.close();
     }
