@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyDatabaseError, classifyHttpStatus, classifyRegistryError, isRetriable, isRetriableSqlState, LoaderError } from './errors.js';
+import { classifyDatabaseError, classifyHttpStatus, isConnectionLost, classifyRegistryError, isRetriable, isRetriableSqlState, LoaderError } from './errors.js';
 
 describe('error classification', () => {
   it.each([
@@ -43,6 +43,21 @@ describe('classifyDatabaseError', () => {
     [new Error('something else'), 'configuration'],
   ] as const)('%s is %s', (err, kind) => {
     expect(classifyDatabaseError(err)).toBe(kind);
+  });
+});
+
+describe('isConnectionLost', () => {
+  it.each([
+    [pgError('57P01'), true], // the session terminated (shutdown, pg_terminate_backend)
+    [pgError('08006'), true],
+    [new Error('Connection terminated unexpectedly'), true],
+    [new Error('Client has encountered a connection error and is not queryable'), true],
+    [pgError('40001'), false], // a serialization failure: the session goes on
+    [pgError('55P03'), false],
+    [pgError('23505'), false],
+    [new Error('something else'), false],
+  ] as const)('%s: %s', (err, lost) => {
+    expect(isConnectionLost(err)).toBe(lost);
   });
 });
 

@@ -122,10 +122,22 @@ export function classifyDatabaseError(err: unknown): FailureKind {
     return 'configuration';
   }
   if (isRetriable(err)) return 'transient';
-  // node-postgres reports a dropped socket with a plain Error and no code.
-  const message = errorMessage(err);
-  if (/connection terminated|not queryable|connection timeout|timeout exceeded when trying to connect|Connection ended|ECONNREFUSED|ECONNRESET/i.test(message)) return 'transient';
+  if (DROPPED_SOCKET.test(errorMessage(err))) return 'transient';
   return 'configuration';
+}
+
+/** node-postgres reports a dropped or refused socket with a plain Error and no code. */
+const DROPPED_SOCKET = /connection terminated|not queryable|connection timeout|timeout exceeded when trying to connect|Connection ended|ECONNREFUSED|ECONNRESET/i;
+
+/**
+ * Whether a PostgreSQL failure means the session's connection is gone or going (SQLSTATE class
+ * 08 or 57, or a dropped socket), not one the session can go on after: its client is not to be
+ * handed out again.
+ */
+export function isConnectionLost(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || code.startsWith('57');
+  return DROPPED_SOCKET.test(errorMessage(err));
 }
 
 /**

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isConnectionLost } from '../errors.js';
 import type { Logger } from '../log.js';
 
 export interface PoolOptions {
@@ -53,17 +54,10 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
   try {
     return await work(client);
   } catch (err) {
-    if (connectionGone(err)) broken ??= err instanceof Error ? err : new Error(String(err));
+    if (isConnectionLost(err)) broken ??= err instanceof Error ? err : new Error(String(err));
     throw err;
   } finally {
     client.off('error', onError);
     client.release(broken);
   }
-}
-
-/** An error that means the session's connection is gone or going (not one the session can go on after). */
-function connectionGone(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || code.startsWith('57');
-  return /connection terminated|not queryable|Connection ended|ECONNREFUSED|ECONNRESET|EPIPE/i.test(err instanceof Error ? err.message : String(err));
 }
