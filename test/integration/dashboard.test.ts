@@ -258,7 +258,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
   let whole: { from: string; to: string };
 
   // Playwright runs these functions in the page (the project compiles without the DOM's types).
-  const loaded = (range: { from: string; to: string }) => page.waitForFunction((want) => (globalThis as unknown as InPage).document.body.dataset.loaded === want, `${range.from}..${range.to}`, { timeout: 20_000 });
+  const loaded = (range: { from: string; to: string }, on: Page = page) => on.waitForFunction((want) => (globalThis as unknown as InPage).document.body.dataset.loaded === want, `${range.from}..${range.to}`, { timeout: 20_000 });
   const chartData = (id: string) =>
     page.evaluate((canvasId) => {
       const { Chart, document } = globalThis as unknown as InPage;
@@ -384,7 +384,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
       await rangeAsked;
       await currenciesAsked;
       release();
-      await second.waitForFunction((want) => (globalThis as unknown as InPage).document.body.dataset.loaded === want, `${whole.from}..${whole.to}`, { timeout: 20_000 });
+      await loaded(whole, second);
       expect(await second.locator('#currency option').count()).toBeGreaterThan(0);
     } finally {
       release();
