@@ -57,12 +57,14 @@ export async function stackUp(o: StackOptions): Promise<Record<string, string>> 
     }
   }
   // allSettled: a failure of one service is reported after the others settled, not while they still start.
+  const started: StackService[] = [];
   const results = await Promise.allSettled(
     all.map(async (s) => {
-      const started = Date.now();
+      const begun = Date.now();
       if (s.runningPid() === undefined) {
         await s.install(progress);
         progress(`${s.name}: starting on 127.0.0.1:${s.port}`);
+        started.push(s);
         await s.start();
       } else {
         progress(`${s.name}: already running (pid ${s.runningPid()})`);
@@ -72,11 +74,20 @@ export async function stackUp(o: StackOptions): Promise<Record<string, string>> 
       } catch (err) {
         throw new UserError(`${s.name} did not become ready: ${errorMessage(err)}; see ${s.logFile}`);
       }
-      progress(`${s.name}: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      progress(`${s.name}: ready in ${((Date.now() - begun) / 1000).toFixed(1)} s`);
     }),
   );
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
+  if (failed) {
+    // All or nothing for what this call started (a service that was already running stays): a
+    // half-started stack would hold its ports, and the next `up` would find them busy.
+    for (const s of started.reverse()) {
+      if (s.runningPid() === undefined) continue;
+      progress(`${s.name}: stopping (this stack up failed)`);
+      await s.stop().catch((err: unknown) => progress(`${s.name}: could not stop: ${errorMessage(err)}`));
+    }
+    throw failed.reason;
+  }
   writeFileSync(join(o.dir, 'stack.json'), JSON.stringify({ ...o.ports, kafkaVersion: line.name }, null, 2));
   return stackConnectionSettings(o.ports);
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRunning, portInUse } from '../../src/stack/processes.js';
+import { stackStatus, stackUp } from '../../src/stack/stack.js';
 import { runCli } from '../helpers/cli.js';
 
 // A second, private stack: its own folder and ports, so `down` can be tested without touching
@@ -105,6 +106,23 @@ describe('billing-loader stack', () => {
       expect(leftRunning).toEqual([]);
     } finally {
       blocker.close();
+    }
+  }, 300_000);
+
+  it('stops what it started when a service does not become ready, and says which', async () => {
+    const otherDir = privateDir('billing-loader-stack-unready-');
+    const o = { dir: otherDir, ports: { postgres: 25434, kafka: 29096, kafkaController: 29097, registry: 28083 }, readyTimeoutMs: 1 };
+    try {
+      // One millisecond: no service answers that fast, so every one fails its readiness check.
+      await expect(stackUp(o)).rejects.toThrow(/did not become ready: .*; see .*\.log/);
+      // Nothing this `up` started is left running, by pid file or on its port.
+      expect(stackStatus(o).filter((s) => s.state !== 'stopped')).toEqual([]);
+      const leftRunning: number[] = [];
+      for (const port of [25434, 29096, 28083]) if (await portInUse(port)) leftRunning.push(port);
+      expect(leftRunning).toEqual([]);
+    } finally {
+      await runCli(['stack', 'down'], { STACK_DIR: otherDir });
+      rmSync(otherDir, { recursive: true, force: true });
     }
   }, 300_000);
 
