@@ -376,6 +376,10 @@ describe('metric rows kept at write time', () => {
       const uncaught: unknown[] = [];
       const onUncaught = (err: unknown) => uncaught.push(err);
       process.prependListener('uncaughtException', onUncaught);
+      // Every client the pool hands out from here: the refresh's is found by its session's pid.
+      const acquired: pg.PoolClient[] = [];
+      const onAcquire = (client: pg.PoolClient) => acquired.push(client);
+      pool.on('acquire', onAcquire);
       try {
         const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         await holder.query('BEGIN');
@@ -387,12 +391,17 @@ describe('metric rows kept at write time', () => {
         // The refresh's session, waiting for the held row (not another test's session).
         const blocked = `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`;
         await waitFor(async () => (await pool.query(blocked, [holderPid])).rows.length === 1, { timeoutMs: 10_000, what: 'the refresh waiting for the held row' });
-        await pool.query(`SELECT pg_terminate_backend(pid) FROM (${blocked}) b`, [holderPid]);
+        const refreshPid = (await pool.query<{ pid: number }>(blocked, [holderPid])).rows[0]!.pid;
+        await pool.query('SELECT pg_terminate_backend($1)', [refreshPid]);
         expect(await refresh).toMatchObject({ code: '57P01' });
-        // The connection's end comes after the query's error: let it arrive.
-        await new Promise((r) => setTimeout(r, 200));
+        // The connection's end comes after the query's error: wait until its socket has closed
+        // (pg emits the client's 'error', if it does, as the socket ends), then one more turn.
+        const socket = () => (acquired.find((c) => (c as unknown as { processID?: number }).processID === refreshPid) as unknown as { connection?: { stream?: { destroyed?: boolean } } } | undefined)?.connection?.stream;
+        await waitFor(async () => socket()?.destroyed === true, { timeoutMs: 10_000, what: "the refresh's connection closed" });
+        await new Promise((r) => setImmediate(r));
         await holder.query('ROLLBACK');
       } finally {
+        pool.off('acquire', onAcquire);
         process.removeListener('uncaughtException', onUncaught);
         holder.release();
       }
