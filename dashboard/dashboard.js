@@ -226,7 +226,12 @@ class Superseded extends Error {}
 async function apiForRange(path) {
   const mine = generation;
   const d = await api(path);
-  if (mine !== generation) throw new Superseded();
+  if (mine !== generation) {
+    // Announced on the document, so that whoever watches the page (a browser test) knows the
+    // answer arrived and was dropped, without waiting for a while.
+    document.dispatchEvent(new CustomEvent('answer-superseded', { detail: { path } }));
+    throw new Superseded();
+  }
   return d;
 }
 

@@ -353,11 +353,17 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
       await page.fill('#from', whole.from);
       await page.fill('#to', whole.to);
       await loaded(whole);
-      const late = page.waitForResponse((r) => heldUrl(r.url()));
+      // The page announces each answer it drops as superseded: listen for the held one's.
+      await page.evaluate((held) => {
+        const inPage = globalThis as unknown as InPage;
+        inPage.document.addEventListener('answer-superseded', (e) => {
+          const { path } = e.detail;
+          if (path.startsWith('/api/movements?') && held.every((part) => path.includes(part))) inPage.heldDropped = true;
+        });
+      }, [`from=${whole.from}`, `to=${to}`]);
       release();
-      await late;
-      // The late answer's body is read and would be drawn in the page's next tasks.
-      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 200)));
+      // A page that drew the late answer never drops it: this wait then fails.
+      await page.waitForFunction(() => (globalThis as unknown as InPage).heldDropped === true, null, { timeout: 15_000 });
     } finally {
       release();
       await page.unroute(matcher);
@@ -431,6 +437,12 @@ describe.skipIf(!existsSync(CHROMIUM))('the page in chromium', () => {
 
 /** What the page offers the functions above: the document, and chart.js's global. */
 interface InPage {
-  document: { body: { dataset: Record<string, string | undefined> }; getElementById(id: string): unknown };
+  document: {
+    body: { dataset: Record<string, string | undefined> };
+    getElementById(id: string): unknown;
+    addEventListener(type: 'answer-superseded', listener: (e: { detail: { path: string } }) => void): void;
+  };
+  /** Set by the late-answer test when the page dropped the answer it held. */
+  heldDropped?: boolean;
   Chart: { getChart(canvas: unknown): { data: { labels: string[]; datasets: { label: string; data: (number | null)[] }[] } } | undefined };
 }
