@@ -8,6 +8,7 @@ import { createRandom } from '../../src/simulator/seeded-random.js';
 import { startMetricRefresher } from '../../src/sink/metric-refresher.js';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { waitFor } from '../helpers/wait-for.js';
+import { watchLostConnections } from '../helpers/lost-connection.js';
 import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
 import { appendVersions, appendWebhooks, type AppendedVersion, type AppendedWebhook } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
@@ -373,13 +374,7 @@ describe('metric rows kept at write time', () => {
       const s = quoteIdent(schema);
       await appendVersions(pool, schema, [{ ...contractHistories(4244, 1)[0]![0]!, id: 'connection-lost' }]);
       const holder = await pool.connect();
-      const uncaught: unknown[] = [];
-      const onUncaught = (err: unknown) => uncaught.push(err);
-      process.prependListener('uncaughtException', onUncaught);
-      // Every client the pool hands out from here: the refresh's is found by its session's pid.
-      const acquired: pg.PoolClient[] = [];
-      const onAcquire = (client: pg.PoolClient) => acquired.push(client);
-      pool.on('acquire', onAcquire);
+      const lost = watchLostConnections(pool);
       try {
         const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         await holder.query('BEGIN');
@@ -394,18 +389,14 @@ describe('metric rows kept at write time', () => {
         const refreshPid = (await pool.query<{ pid: number }>(blocked, [holderPid])).rows[0]!.pid;
         await pool.query('SELECT pg_terminate_backend($1)', [refreshPid]);
         expect(await refresh).toMatchObject({ code: '57P01' });
-        // The connection's end comes after the query's error: wait until its socket has closed
-        // (pg emits the client's 'error', if it does, as the socket ends), then one more turn.
-        const socket = () => (acquired.find((c) => (c as unknown as { processID?: number }).processID === refreshPid) as unknown as { connection?: { stream?: { destroyed?: boolean } } } | undefined)?.connection?.stream;
-        await waitFor(async () => socket()?.destroyed === true, { timeoutMs: 10_000, what: "the refresh's connection closed" });
-        await new Promise((r) => setImmediate(r));
+        // The connection's end comes after the query's error.
+        await lost.socketClosed(refreshPid);
         await holder.query('ROLLBACK');
       } finally {
-        pool.off('acquire', onAcquire);
-        process.removeListener('uncaughtException', onUncaught);
+        lost.stop();
         holder.release();
       }
-      expect(uncaught).toEqual([]);
+      expect(lost.uncaught).toEqual([]);
       // The pool hands out working connections, and the next refresh does the work.
       expect((await refreshMetrics(pool, schema))?.refreshed).toBeGreaterThan(0);
     });

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../../src/log.js';
 import { runCli } from '../helpers/cli.js';
 import { testConfig } from '../helpers/environment.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { watchLostConnections } from '../helpers/lost-connection.js';
 
 const config = testConfig();
 const schema = config.databaseSchema;
@@ -179,5 +180,38 @@ describe('migrate beside long queries on the views', () => {
     const { rows } = await pool.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'customer_current' AND column_name = 'address_raw'`, [schema]);
     expect(rows).toHaveLength(1);
     expect((await pool.query(`SELECT count(*)::int AS n FROM ${s}.customer_as_of('infinity')`)).rows).toEqual([{ n: 0 }]);
+  });
+
+  it('a migrate whose connection the server ends fails with the error, the process goes on, and the next one completes', async () => {
+    // The server ends a session's connection when it shuts down (or an administrator ends it):
+    // pg then emits 'error' on the client, and a checked-out client with no listener for it
+    // throws that error out of the socket's handler, which would end the process.
+    const file = await userColumns('reference_code_lost');
+    const lost = watchLostConnections(pool);
+    const reader = await longReader();
+    try {
+      const readerPid = (await reader.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const migrating = migrate(pool, { schema, log: silentLogger, userTypedColumnsFile: file, lockTimeoutMs: 60_000, lockAttempts: 1 }).then(
+        () => ({ code: 'none' }),
+        (err: unknown) => err as { code?: string },
+      );
+      // Migrate's session, waiting behind the reader's locks (not another test's session).
+      const blocked = `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`;
+      await waitFor(async () => (await pool.query(blocked, [readerPid])).rows.length === 1, { timeoutMs: 20_000, what: 'migrate waiting for the reader' });
+      const migratePid = (await pool.query<{ pid: number }>(blocked, [readerPid])).rows[0]!.pid;
+      await pool.query('SELECT pg_terminate_backend($1)', [migratePid]);
+      expect(await migrating).toMatchObject({ code: '57P01' });
+      // The connection's end comes after the query's error.
+      await lost.socketClosed(migratePid);
+    } finally {
+      lost.stop();
+      await reader.query('ROLLBACK');
+      reader.release();
+    }
+    expect(lost.uncaught).toEqual([]);
+    expect(await contractColumns()).not.toContain('reference_code_lost');
+    // The pool hands out working connections, and the next migrate does the work.
+    expect((await migrate(pool, { schema, log: silentLogger, userTypedColumnsFile: file })).derivedObjects).toBe('recreated');
+    expect(await contractColumns()).toContain('reference_code_lost');
   });
 });
