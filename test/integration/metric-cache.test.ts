@@ -383,11 +383,8 @@ describe('metric rows kept at write time', () => {
           () => ({ code: 'none' }),
           (err: unknown) => err as { code?: string },
         );
-        // The refresh's session, waiting for the held row (not another test's session).
-        const blocked = `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`;
-        await waitFor(async () => (await pool.query(blocked, [holderPid])).rows.length === 1, { timeoutMs: 10_000, what: 'the refresh waiting for the held row' });
-        const refreshPid = (await pool.query<{ pid: number }>(blocked, [holderPid])).rows[0]!.pid;
-        await pool.query('SELECT pg_terminate_backend($1)', [refreshPid]);
+        // The refresh's session, waiting for the held row.
+        const refreshPid = await lost.endSessionBlockedBy(holderPid, 'the refresh waiting for the held row');
         expect(await refresh).toMatchObject({ code: '57P01' });
         // The connection's end comes after the query's error.
         await lost.socketClosed(refreshPid);

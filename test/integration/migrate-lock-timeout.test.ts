@@ -195,11 +195,8 @@ describe('migrate beside long queries on the views', () => {
         () => ({ code: 'none' }),
         (err: unknown) => err as { code?: string },
       );
-      // Migrate's session, waiting behind the reader's locks (not another test's session).
-      const blocked = `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`;
-      await waitFor(async () => (await pool.query(blocked, [readerPid])).rows.length === 1, { timeoutMs: 20_000, what: 'migrate waiting for the reader' });
-      const migratePid = (await pool.query<{ pid: number }>(blocked, [readerPid])).rows[0]!.pid;
-      await pool.query('SELECT pg_terminate_backend($1)', [migratePid]);
+      // Migrate's session, waiting behind the reader's locks.
+      const migratePid = await lost.endSessionBlockedBy(readerPid, 'migrate waiting for the reader');
       expect(await migrating).toMatchObject({ code: '57P01' });
       // The connection's end comes after the query's error.
       await lost.socketClosed(migratePid);
