@@ -36,7 +36,9 @@ function services(o: StackOptions): StackService[] {
 /**
  * Brings every service up (installing on first use), idempotently: a service of ours that is
  * already running is only checked, never started twice. Resolves when each one does real work;
- * returns the connection settings of docs/CONTRACT.md section 2.
+ * returns the connection settings of docs/CONTRACT.md section 2. All or nothing for what it
+ * starts: a busy port is refused before any start, and when a service fails to install, start or
+ * become ready, the services this call started are stopped before the error is thrown.
  */
 export async function stackUp(o: StackOptions): Promise<Record<string, string>> {
   const progress = o.progress ?? (() => {});

@@ -114,7 +114,7 @@ describe('billing-loader stack', () => {
     const o = { dir: otherDir, ports: { postgres: 25434, kafka: 29096, kafkaController: 29097, registry: 28083 }, readyTimeoutMs: 1 };
     try {
       // One millisecond: no service answers that fast, so every one fails its readiness check.
-      await expect(stackUp(o)).rejects.toThrow(/did not become ready: .*; see .*\.log/);
+      await expect(stackUp(o)).rejects.toThrow(/^(postgres|kafka|schema-registry) did not become ready: .*; see \S+\.log$/);
       // Nothing this `up` started is left running, by pid file or on its port.
       expect(stackStatus(o).filter((s) => s.state !== 'stopped')).toEqual([]);
       const leftRunning: number[] = [];
