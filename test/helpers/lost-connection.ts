@@ -9,11 +9,11 @@ interface ClientInternals {
 
 /**
  * For a test that ends a session with pg_terminate_backend (as a server shutdown or an
- * administrator does): records every uncaught exception and
- * every client `pool` hands out from now on, so that the test can wait until the ended session's
- * socket has closed (pg emits a lost connection's 'error' on the client as the socket ends; with
- * no listener for it, that error is uncaught and would end the process) and then read what was
- * uncaught. `stop()` removes both listeners.
+ * administrator does): records every uncaught exception and every client `pool` hands out from
+ * now on, so that the test can wait until the ended session's socket has closed (pg emits a lost
+ * connection's 'error' on the client as the socket ends; with no listener for it, that error is
+ * uncaught and would end the process) and then read what was uncaught. `stop()` removes both
+ * listeners.
  */
 export function watchLostConnections(pool: pg.Pool) {
   const uncaught: unknown[] = [];
