@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { LoaderError, RetriesExhaustedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { retry } from '../retry.js';
+import { inTransaction } from './pool.js';
 
 /** MIGRATE_LOCK_TIMEOUT_MS's default: the longest a migrate statement queues new readers of a view behind it. */
 export const DEFAULT_MIGRATE_LOCK_TIMEOUT_MS = 5000;
@@ -77,21 +78,13 @@ export async function lockedTransaction<T>(client: pg.PoolClient, options: Locke
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
-  const attempt = async (): Promise<T> => {
-    await client.query('BEGIN');
-    try {
+  const attempt = (): Promise<T> =>
+    inTransaction(client, async () => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [migrateLockKey(options.schema)]);
       await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs}ms`]);
       last = '';
-      const result = await work(tracked);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      // A failed ROLLBACK means a lost connection: the server ends the transaction itself; the first error is the one to report.
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
-  };
+      return work(tracked);
+    });
   try {
     return await retry(attempt, {
       attempts: options.lockAttempts,

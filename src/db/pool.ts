@@ -61,3 +61,20 @@ export async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient)
     client.release(broken);
   }
 }
+
+/**
+ * Runs `work` in one transaction on `client`: `begin` (BEGIN, or BEGIN with an isolation level),
+ * then COMMIT; on any error ROLLBACK (its own failure ignored: a lost connection rolls back by
+ * itself) and the error thrown as it is.
+ */
+export async function inTransaction<T>(client: pg.ClientBase, work: () => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  await client.query(begin);
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}

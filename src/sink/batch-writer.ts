@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { quoteIdent, withClient } from '../db/pool.js';
+import { inTransaction, quoteIdent, withClient } from '../db/pool.js';
 import { errorMessage } from '../errors.js';
 import { arrayLiteral, copyFrom, copyText } from '../warehouse/copy-from.js';
 import { classifyDatabaseError } from '../errors.js';
@@ -84,18 +84,6 @@ function outcome(plan: VersionPlan, snapshotsWritten: number, webhooksWritten: n
     refused: [...plan.refused, ...refused],
     isolated,
   };
-}
-
-async function inTransaction<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
-  try {
-    const result = await fn();
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  }
 }
 
 /** Runs one row's insert under a savepoint; a data error refuses that row only. */

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { migrate, migrateSettings } from '../db/migrate.js';
 import type { WarehouseRoles } from '../warehouse/schema-roles.js';
-import { quoteIdent, withClient } from '../db/pool.js';
+import { inTransaction, quoteIdent, withClient } from '../db/pool.js';
 import { UserError } from '../errors.js';
 import { topicNames } from '../wire/topics.js';
 import type { Logger } from '../log.js';
@@ -214,9 +214,8 @@ async function verify(pool: pg.Pool, live: string, fresh: string, stats: { versi
 
 /** Renames live -> <live>_replaced_<time> and fresh -> live in one transaction. */
 async function swap(pool: pg.Pool, live: string, fresh: string): Promise<string | null> {
-  return withClient(pool, async (client) => {
-    try {
-      await client.query('BEGIN');
+  return withClient(pool, (client) =>
+    inTransaction(client, async () => {
       const exists = (await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [live])).rowCount === 1;
       const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
       const replaced = exists ? `${live.slice(0, 40)}_replaced_${stamp}` : null;
@@ -229,11 +228,7 @@ async function swap(pool: pg.Pool, live: string, fresh: string): Promise<string 
       if (hasRates) await client.query(`INSERT INTO ${quoteIdent(fresh)}.fx_rates SELECT * FROM ${quoteIdent(live)}.fx_rates ON CONFLICT DO NOTHING`);
       if (replaced) await client.query(`ALTER SCHEMA ${quoteIdent(live)} RENAME TO ${quoteIdent(replaced)}`);
       await client.query(`ALTER SCHEMA ${quoteIdent(fresh)} RENAME TO ${quoteIdent(live)}`);
-      await client.query('COMMIT');
       return replaced;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
-  });
+    }),
+  );
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { quoteIdent, withClient } from '../db/pool.js';
+import { inTransaction, quoteIdent, withClient } from '../db/pool.js';
 
 /** What one refresh did, and how many are still listed. */
 export interface MetricRefreshResult {
@@ -26,21 +26,20 @@ export const SERIALIZATION_FAILURE = '40001';
  */
 export async function refreshMetrics(pool: pg.Pool, schema: string): Promise<MetricRefreshResult | undefined> {
   return withClient(pool, async (client) => {
-    try {
-      const { rows: found } = await client.query<{ fn: string | null }>('SELECT to_regprocedure($1) AS fn', [`${quoteIdent(schema)}.metric_refresh()`]);
-      if (!found[0]?.fn) return undefined;
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-      await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
-      const { rows } = await client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
-      await client.query('COMMIT');
-      // Every list the refresh works off (warehouse/metric-views.sql), as one count.
-      const pending = await client.query<{ n: string }>(
-        `SELECT ${PENDING_LISTS.map((t) => `(SELECT count(*) FROM ${quoteIdent(schema)}.${t})`).join(' + ')} AS n`,
-      );
-      return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+    const { rows: found } = await client.query<{ fn: string | null }>('SELECT to_regprocedure($1) AS fn', [`${quoteIdent(schema)}.metric_refresh()`]);
+    if (!found[0]?.fn) return undefined;
+    const { rows } = await inTransaction(
+      client,
+      async () => {
+        await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+        return client.query<{ refreshed: string }>('SELECT metric_refresh() AS refreshed');
+      },
+      'BEGIN ISOLATION LEVEL REPEATABLE READ',
+    );
+    // Every list the refresh works off (warehouse/metric-views.sql), as one count.
+    const pending = await client.query<{ n: string }>(
+      `SELECT ${PENDING_LISTS.map((t) => `(SELECT count(*) FROM ${quoteIdent(schema)}.${t})`).join(' + ')} AS n`,
+    );
+    return { refreshed: Number(rows[0]?.refreshed ?? 0), pending: Number(pending.rows[0]?.n ?? 0) };
   });
 }
