@@ -2,7 +2,7 @@
 // Analyst layer benchmark. Not a test: it measures and prints, and asserts nothing about time
 // (it stops only when two forms of one answer disagree).
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--sink-concurrency P] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--sink-concurrency P] [--sink-rounds K] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
@@ -21,7 +21,8 @@
 //    the month-end counts also counted from contract_as_of, checked to give the same rows;
 // 3. loads M snapshot records (default 200,000; 0 skips) through the real sink (Kafka, registry,
 //    startSink, --sink-concurrency partitions at once, default 3 as shipped) into another fresh warehouse, and the same rows with plain COPY into a table
-//    with the same columns and indexes and no trigger, timing only the COPYs;
+//    with the same columns and indexes and no trigger, timing only the COPYs; --sink-rounds times
+//    (default 3), alternating which goes first, each round a ratio, the median reported;
 // 4. times each public metric view whole (every row fetched) and as the dashboard or an analyst
 //    reads it, contract_state_on / customer_state_on for yesterday and contract_state_on at 12
 //    month-ends, every dashboard request through the data layer the server calls (the SQL of one
@@ -62,6 +63,7 @@ const { values: args } = parseArgs({
     'old-runs': { type: 'string', default: '3' },
     'sink-records': { type: 'string', default: '200000' },
     'sink-concurrency': { type: 'string', default: '3' },
+    'sink-rounds': { type: 'string', default: '3' },
     keep: { type: 'boolean', default: false },
     'metrics-only': { type: 'boolean', default: false },
     reuse: { type: 'string' },
@@ -75,6 +77,7 @@ const N = Number(args.versions);
 const RUNS = Number(args.runs);
 const OLD_RUNS = Number(args['old-runs']);
 const M = Number(args['sink-records']);
+const SINK_ROUNDS = Math.max(1, Number(args['sink-rounds']));
 const LONG_MS = Number(args['long-ms']);
 const TIMEOUT_S = Number(args['timeout-s']);
 if (args['generate-only'] && args.reuse) throw new Error('--generate-only makes a new warehouse: leave out --reuse');
@@ -439,7 +442,8 @@ async function loadThroughSinkAndCopy() {
       const a = kafka.admin();
       await a.connect();
       await a.deleteTopics({ topics: Object.values(names) }).catch(() => undefined);
-      await a.deleteGroups([sinkGroupId(sinkConfig), `${config.topicPrefix}.sink-nofacts`]).catch(() => undefined);
+      const roundGroups = Array.from({ length: SINK_ROUNDS - 1 }, (_, i) => `${config.topicPrefix}.sink-${i + 1}`);
+      await a.deleteGroups([sinkGroupId(sinkConfig), `${config.topicPrefix}.sink-nofacts`, ...roundGroups]).catch(() => undefined);
       await a.disconnect();
     }
   }
@@ -501,48 +505,75 @@ async function sinkAgainstCopy(kafka, registry, names, sinkConfig) {
     }
     const done = performance.now();
     await sink.stop();
-    say(`sink wrote ${M} rows${withFacts ? '' : ' (version_facts trigger off)'}`);
-    return { started, firstAt, done };
+    say(`sink wrote ${M} rows into ${target.databaseSchema}${withFacts ? '' : ' (version_facts trigger off)'}`);
+    return { ms: done - started, steadyMs: done - firstAt };
   };
-  const { started, firstAt, done: sinkDone } = await runSink(sinkConfig, true);
-  const noFactsConfig = { ...sinkConfig, databaseSchema: noFactsSchema, sinkGroupId: `${config.topicPrefix}.sink-nofacts` };
-  const noFacts = await runSink(noFactsConfig, false);
 
   // Plain COPY: same columns and indexes; no trigger (neither the heads nor the append-only fence)
-  // and no generated `fields`: the table as it was before the analyst layer.
-  await pool.query(`CREATE SCHEMA ${quoteIdent(copySchema)}`);
-  await pool.query(`CREATE TABLE ${quoteIdent(copySchema)}.resource_versions (LIKE ${quoteIdent(sinkSchema)}.resource_versions INCLUDING ALL EXCLUDING GENERATED)`);
-  const client = await pool.connect();
-  let copyMs = 0;
-  try {
-    for (let i = 0; i < M; i += 10_000) {
-      let text = '';
-      for (let j = i; j < Math.min(M, i + 10_000); j++) {
-        const r = record(j);
-        text += snapshotLine({
-          resourceType: r.resource_type, resourceId: r.resource_id, version: r.version, fetchedAtMs: r.fetched_at, deleted: false, body: r.body, contentHash: r.content_hash,
-          sourceEventIds: [], sourceEvents: [], customerId: null, coordinates: { topic: names.snapshots, partition: j % 6, offset: String(j) },
-        });
+  // and no generated `fields`: the table as it was before the analyst layer. A fresh table each time.
+  const runCopy = async () => {
+    await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(copySchema)} CASCADE`);
+    await pool.query(`CREATE SCHEMA ${quoteIdent(copySchema)}`);
+    await pool.query(`CREATE TABLE ${quoteIdent(copySchema)}.resource_versions (LIKE ${quoteIdent(sinkSchema)}.resource_versions INCLUDING ALL EXCLUDING GENERATED)`);
+    const client = await pool.connect();
+    let copyMs = 0;
+    try {
+      for (let i = 0; i < M; i += 10_000) {
+        let text = '';
+        for (let j = i; j < Math.min(M, i + 10_000); j++) {
+          const r = record(j);
+          text += snapshotLine({
+            resourceType: r.resource_type, resourceId: r.resource_id, version: r.version, fetchedAtMs: r.fetched_at, deleted: false, body: r.body, contentHash: r.content_hash,
+            sourceEventIds: [], sourceEvents: [], customerId: null, coordinates: { topic: names.snapshots, partition: j % 6, offset: String(j) },
+          });
+        }
+        const t = performance.now();
+        await copyFrom(client, `COPY ${quoteIdent(copySchema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset) FROM STDIN`, text);
+        copyMs += performance.now() - t;
       }
-      const t = performance.now();
-      await copyFrom(client, `COPY ${quoteIdent(copySchema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, customer_id, kafka_partition, kafka_offset) FROM STDIN`, text);
-      copyMs += performance.now() - t;
+    } finally {
+      client.release();
     }
-  } finally {
-    client.release();
+    say(`plain COPY of ${M} rows`);
+    return copyMs;
+  };
+
+  // --sink-rounds rounds, each the sink into a fresh warehouse (its own consumer group) next to
+  // plain COPY into a fresh table, in alternating order (sink first in the first round), so that
+  // each ratio compares two loads a minute apart on this shared machine; the median is reported.
+  // The sink without the facts trigger loads once, after the first round.
+  const rounds = [];
+  let noFacts;
+  for (let round = 0; round < SINK_ROUNDS; round++) {
+    const target = round === 0 ? sinkConfig : { ...sinkConfig, databaseSchema: `${sinkSchema}_${round}`, sinkGroupId: `${config.topicPrefix}.sink-${round}` };
+    const sinkFirst = round % 2 === 0;
+    const copyBefore = sinkFirst ? undefined : await runCopy();
+    const sink = await runSink(target, true);
+    const copyMs = sinkFirst ? await runCopy() : copyBefore;
+    if (round > 0) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(target.databaseSchema)} CASCADE`);
+    const ratio = +(copyMs / sink.ms).toFixed(2);
+    rounds.push({ sinkRowsPerSecond: Math.round(M / (sink.ms / 1000)), copyRowsPerSecond: Math.round(M / (copyMs / 1000)), ratio, steadyRatio: +(copyMs / sink.steadyMs).toFixed(2) });
+    say(`round ${round + 1}: sink ${rounds[round].sinkRowsPerSecond} rows/s, plain COPY ${rounds[round].copyRowsPerSecond} rows/s, ratio ${ratio}`);
+    if (round === 0) noFacts = { ...(await runSink({ ...sinkConfig, databaseSchema: noFactsSchema, sinkGroupId: `${config.topicPrefix}.sink-nofacts` }, false)), copyMs };
   }
   const heads = await pool.query(`SELECT count(*)::int AS n FROM ${quoteIdent(sinkSchema)}.resource_heads`);
-  const sinkMs = sinkDone - started;
+  // The middle value (the mean of the two middle ones for an even count), to two decimals.
+  const mid = (values) => {
+    const v = [...values].sort((x, y) => x - y);
+    const h = Math.floor(v.length / 2);
+    return +(v.length % 2 ? v[h] : (v[h - 1] + v[h]) / 2).toFixed(2);
+  };
   return {
     records: M,
     heads: heads.rows[0].n,
-    sinkRowsPerSecond: Math.round(M / (sinkMs / 1000)),
-    steadySinkRowsPerSecond: Math.round(M / ((sinkDone - firstAt) / 1000)),
-    copyRowsPerSecond: Math.round(M / (copyMs / 1000)),
-    ratio: +(copyMs / sinkMs).toFixed(2),
-    withoutFactsRowsPerSecond: Math.round(M / ((noFacts.done - noFacts.started) / 1000)),
-    withoutFactsRatio: +(copyMs / (noFacts.done - noFacts.started)).toFixed(2),
-    steadyRatio: +(copyMs / (sinkDone - firstAt)).toFixed(2),
+    rounds,
+    sinkRowsPerSecond: Math.round(mid(rounds.map((r) => r.sinkRowsPerSecond))),
+    copyRowsPerSecond: Math.round(mid(rounds.map((r) => r.copyRowsPerSecond))),
+    ratio: mid(rounds.map((r) => r.ratio)),
+    steadyRatio: mid(rounds.map((r) => r.steadyRatio)),
+    // Against the first round's COPY, which ran next to it.
+    withoutFactsRowsPerSecond: Math.round(M / (noFacts.ms / 1000)),
+    withoutFactsRatio: +(noFacts.copyMs / noFacts.ms).toFixed(2),
   };
 }
 
@@ -576,7 +607,7 @@ try {
   }
   const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, timeoutS: TIMEOUT_S, log, say });
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
-  if (sink) say(`sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
+  if (sink) say(`median of ${sink.rounds.length} rounds: sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}; rounds ${sink.rounds.map((r) => r.ratio).join(', ')}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
   console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metrics, sink }, null, 2));
 } finally {
   // A reused warehouse is the caller's: it stays, as it was left by the run that kept it.
