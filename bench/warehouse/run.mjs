@@ -233,6 +233,8 @@ const VARIANT_BODY = `jsonb_build_object('Id', 'variant-' || p || '-' || k, 'Pla
  * PaymentEscalated per step (1 to 3, TriggerDays 7, 14, 21 after a DueDate a month after the
  * contract's start), then a PaymentEscalationReset 40 days after the DueDate; one in ten of
  * those contracts escalates again 180 days later, and one in fifteen leaves its last episode open.
+ * The dunning that names such a contract is first read 10 days after its first DueDate (generate()),
+ * so dunning_episodes places it in that episode; every other dunning is one of its own.
  */
 async function generateCatalogAndReference() {
   await pool.query(
@@ -283,7 +285,10 @@ async function generate() {
          FROM generate_series($1::int, $2::int - 1) AS r
          CROSS JOIN LATERAL (SELECT ($3::text[])[1 + r % 8] AS type, 1 + (r * 7) % 9 AS nv,
                                     'cust-' || ((r::bigint * 7919) % ($4::int / 16 + 1)) AS cust,
-                                    $5::timestamptz + (r::float8 / $4::int) * interval '730 days' AS created) t
+                                    $5::timestamptz + (r::float8 / $4::int) * interval '730 days'
+                                      -- The dunning of a contract that escalates (generateCatalogAndReference) is
+                                      -- issued 10 days after the escalation's first DueDate: during its first episode.
+                                      + CASE WHEN r % 8 = 5 AND (r / 8) % 5 = 0 THEN interval '41 days' ELSE interval '0' END AS created) t
          CROSS JOIN LATERAL (SELECT ${ID_SQL} AS id) ids
          CROSS JOIN LATERAL generate_series(1, t.nv) AS v
          CROSS JOIN LATERAL (SELECT created + (v - 1) * interval '29 days' + ((r * 13 + v * 7) % 86400) * interval '1 second' AS at,
