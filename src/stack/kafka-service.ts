@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { EOS_RETRY, createKafka, defaultPartitioner, type KafkaOptions } from '../kafka/client.js';
 import { silentLogger } from '../log.js';
 import { DEFAULT_KAFKA_LINE, KAFKA_LINES, type KafkaLine } from './kafka-lines.js';
-import { isOurs, portInUse, readPid, removeFile, runCommand, spawnDetached, stopProcess, waitUntil } from './processes.js';
+import { isOurs, portInUse, readPid, removeFile, runCommand, spawnDetached, stopProcess, tailOf, waitUntil, WaitAbandoned } from './processes.js';
 import type { StackService } from './service.js';
 
 export interface KafkaServiceOptions {
@@ -166,6 +166,17 @@ export function kafkaService(stackDir: string, port: number, controllerPort: num
 
   const classpath = `${libs}/*`;
 
+  function runningPid(): number | undefined {
+    const pid = readPid(pidFile);
+    return isOurs(pid, dir) ? pid : undefined;
+  }
+
+  /** The end of the broker's own log (where a failed start says why), as a suffix for an error. */
+  function logTail(): string {
+    const tail = tailOf(join(dir, 'server.log'), 15) || tailOf(logFile, 15);
+    return tail ? `; its log ends:\n${tail}` : '';
+  }
+
   function clientAccess(): Pick<KafkaOptions, 'ssl' | 'sasl'> {
     const access = options.secure ? secureKafkaAccess(stackDir) : undefined;
     if (!access) return {};
@@ -177,10 +188,7 @@ export function kafkaService(stackDir: string, port: number, controllerPort: num
     port,
     logFile,
     install: (progress) => installKafkaLine(stackDir, line, progress),
-    runningPid: () => {
-      const pid = readPid(pidFile);
-      return isOurs(pid, dir) ? pid : undefined;
-    },
+    runningPid,
     async start() {
       mkdirSync(data, { recursive: true });
       const access = options.secure ? await ensureTls(tlsDir) : undefined;
@@ -200,7 +208,10 @@ export function kafkaService(stackDir: string, port: number, controllerPort: num
     async waitReady(timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       await waitUntil(async () => {
-        if (!(await portInUse(port))) throw new Error(`kafka is not listening on ${port}`);
+        if (await portInUse(port)) return;
+        // A broker that exited (a port taken, a bad setting) never will listen: say so now, with its reason.
+        if (runningPid() === undefined) throw new WaitAbandoned(`kafka exited before listening on ${port}${logTail()}`);
+        throw new Error(`kafka is not listening on ${port}`);
       }, timeoutMs);
       await waitUntil(() => roundTrip({ brokers, ...clientAccess() }), Math.max(1000, deadline - Date.now()), 500);
     },

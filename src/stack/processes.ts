@@ -129,7 +129,15 @@ export function portInUse(port: number): Promise<boolean> {
   });
 }
 
-/** Polls `check` until it resolves or `timeoutMs` passes; then rejects with the last failure. */
+/** Thrown by a `waitUntil` check when waiting longer cannot help (the process being waited for has exited). */
+export class WaitAbandoned extends Error {
+  override name = 'WaitAbandoned';
+}
+
+/**
+ * Polls `check` until it resolves or `timeoutMs` passes; then rejects with the last failure.
+ * A check that throws WaitAbandoned ends the wait at once with that error.
+ */
 export async function waitUntil(check: () => Promise<void>, timeoutMs: number, intervalMs = 250): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -138,9 +146,16 @@ export async function waitUntil(check: () => Promise<void>, timeoutMs: number, i
       await check();
       return;
     } catch (err) {
+      if (err instanceof WaitAbandoned) throw err;
       last = err;
       await sleep(intervalMs);
     }
   }
   throw last ?? new Error('timed out');
+}
+
+/** The last `lines` lines of a text file, or '' when it does not exist. */
+export function tailOf(file: string, lines: number): string {
+  if (!existsSync(file)) return '';
+  return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
 }
