@@ -4,9 +4,18 @@ import { freePort, portWindow } from '../helpers/free-port.js';
 
 describe('freePort', () => {
   it('stays below the ephemeral range the kernel gives outgoing connections', () => {
-    expect(portWindow([32_768, 60_999])).toEqual([20_768, 32_768]);
-    expect(portWindow([49_152, 65_535])).toEqual([20_768, 32_768]);
-    expect(portWindow([15_000, 60_999])).toEqual([10_000, 15_000]);
+    expect(portWindow([32_768, 60_999], '')).toEqual([20_768, 22_268]);
+    expect(portWindow([32_768, 60_999], '7')).toEqual([31_268, 32_768]);
+    expect(portWindow([49_152, 65_535], '7')).toEqual([31_268, 32_768]);
+    expect(portWindow([15_000, 60_999], '7')).toEqual([14_375, 15_000]);
+  });
+
+  it('gives the test workers running at one time disjoint slices', () => {
+    const slices = ['1', '2', '3', '4', '5', '6', '7', ''].map((id) => portWindow([32_768, 60_999], id));
+    const ports = slices.flatMap(([low, high]) => Array.from({ length: high - low }, (_, i) => low + i));
+    expect(new Set(ports).size).toBe(ports.length);
+    expect(Math.min(...ports)).toBe(20_768);
+    for (const [low, high] of slices) expect(high - low).toBe(1_500);
   });
 
   it('gives distinct ports that a server can listen on', async () => {
