@@ -204,10 +204,17 @@ describe('metric views on a crafted history', () => {
     episode.f = await webhook('PaymentEscalated', '2025-06-01T00:00:00Z', escalated('c-f', 5, '2025-05-27'));
     await webhook('PaymentEscalated', '2025-06-06T00:00:00Z', escalated('c-f', 10, '2025-05-27'));
 
-    // Dunnings: two during c-d's first escalation, one during c-f's open one, and one of c-g,
-    // which was never escalated (known only from its versions: no DunningCreated).
+    // Dunnings: two during c-d's first escalation, one after its reset and before its second (in
+    // none: alone), one during the second, one during c-f's open one, and one of c-g, which was
+    // never escalated (known only from its versions: no DunningCreated).
     const dunning = (contract: string, level: number, date: string) => ({ ContractId: contract, CustomerId: `cu-${contract.slice(2)}`, PaymentEscalationProcessId: 'settings-1', DunningLevel: level, DocumentDate: date });
-    for (const [id, contract, level, at] of [['d-1', 'c-d', 1, '2025-04-10T00:00:00Z'], ['d-2', 'c-d', 2, '2025-04-15T00:00:00Z'], ['d-3', 'c-f', 1, '2025-06-07T00:00:00Z']] as const) {
+    for (const [id, contract, level, at] of [
+      ['d-1', 'c-d', 1, '2025-04-10T00:00:00Z'],
+      ['d-2', 'c-d', 2, '2025-04-15T00:00:00Z'],
+      ['d-6', 'c-d', 1, '2025-05-10T00:00:00Z'],
+      ['d-7', 'c-d', 1, '2025-07-08T00:00:00Z'],
+      ['d-3', 'c-f', 1, '2025-06-07T00:00:00Z'],
+    ] as const) {
       const created = await webhook('DunningCreated', at, { Event: 'DunningCreated', DunningId: id });
       await insert('Dunning', id, 1, at.replace('00:00:00Z', '00:00:02Z'), dunning(contract, level, at), { events: [created] });
     }
@@ -369,9 +376,11 @@ describe('metric views on a crafted history', () => {
     const t = (iso: string) => new Date(iso);
     expect(rows).toEqual([
       { episode_id: episode.d1, dunning_id: 'd-1', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-04-10T00:00:00Z'), ended_at: t('2025-04-25T00:00:01Z'), max_level: 2, levels_reached: [1, 2], outcome: 'paid', duration: '15 days 00:00:01', dunning_ids: ['d-1', 'd-2'], first_document_date: t('2025-04-10T00:00:00Z') },
+      { episode_id: 'd-6', dunning_id: 'd-6', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-05-10T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-6'], first_document_date: t('2025-05-10T00:00:00Z') },
       { episode_id: 'd-4', dunning_id: 'd-4', contract_id: 'c-g', customer_id: 'cu-g', started_at: t('2025-05-20T00:00:00Z'), ended_at: null, max_level: 2, levels_reached: [1, 2], outcome: 'open', duration: null, dunning_ids: ['d-4'], first_document_date: t('2025-05-20T00:00:00Z') },
       { episode_id: 'd-5', dunning_id: 'd-5', contract_id: 'c-h', customer_id: 'cu-h', started_at: t('2025-05-25T00:00:00Z'), ended_at: null, max_level: null, levels_reached: null, outcome: 'open', duration: null, dunning_ids: ['d-5'], first_document_date: t('2025-05-25T00:00:00Z') },
       { episode_id: episode.f, dunning_id: 'd-3', contract_id: 'c-f', customer_id: 'cu-f', started_at: t('2025-06-07T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-3'], first_document_date: t('2025-06-07T00:00:00Z') },
+      { episode_id: episode.d2, dunning_id: 'd-7', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-07-08T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-7'], first_document_date: t('2025-07-08T00:00:00Z') },
     ]);
   });
 
