@@ -567,11 +567,19 @@ SELECT v.customer_id, v.version IS NOT NULL AS read, d.deleted_at IS NOT NULL AS
 UNION ALL
 SELECT i.customer_id, false, w.deleted_at IS NOT NULL, w.deleted_at, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM (SELECT l.customer_id FROM metric_contract_lifecycle_all l
-         WHERE l.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM metric_customer_versions c WHERE c.customer_id = l.customer_id)
+  -- A customer is in metric_customer_versions exactly when current_facts has it: looked up by
+  -- that table's key. The contracts' customer ids from their kept rows (by the cache's own
+  -- columns, not the lifecycle computed) and, for the listed contracts, from their live ones.
+  FROM (SELECT k.customer_id FROM metric_contract_cache k
+         WHERE k.customer_id IS NOT NULL
+           AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = k.customer_id)
+           AND NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+        UNION
+        SELECT l.customer_id FROM metric_contract_facts_live l
+         WHERE l.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = l.customer_id)
         UNION
         SELECT w.customer_id FROM metric_customer_deletion_webhooks w
-         WHERE w.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM metric_customer_versions c WHERE c.customer_id = w.customer_id)) i
+         WHERE w.customer_id IS NOT NULL AND NOT EXISTS (SELECT FROM current_facts c WHERE c.resource_type = 'Customer' AND c.resource_id = w.customer_id)) i
   LEFT JOIN metric_customer_deletion_webhooks w ON w.customer_id = i.customer_id;
 
 -- The contracts on the service's clock at a moment: each contract started by `at` and not deleted
