@@ -10,9 +10,9 @@ import { nativeKafka } from '../faults/private-services.js';
 import { freePort } from '../helpers/free-port.js';
 
 /**
- * A broker that cannot start (here: its controller's port is taken) exits. Waiting for it must end then,
- * with the broker's own reason, instead of polling the port until the timeout and reporting
- * only that nothing listens.
+ * A broker that cannot start (here: its controller's port is taken) exits. Waiting for it must
+ * end then, with the broker's own reason, instead of polling the port until the timeout and
+ * reporting only that nothing listens.
  */
 const stackDir = process.env.STACK_DIR || defaultStackDir;
 const folders: string[] = [];
