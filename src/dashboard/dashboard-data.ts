@@ -111,7 +111,7 @@ export interface Timeline {
 }
 
 /** The views the dashboard reads besides each type's history and changes; readiness checks them all. */
-export const READ_VIEWS: readonly string[] = [...new Set([...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current'])];
+export const READ_VIEWS: readonly string[] = [...new Set([...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current', 'metric_dashboard_range', 'metric_contract_currencies'])];
 
 /** Hours shown on the page for the pipeline's per-minute chart, ending at its newest minute. */
 export const PIPELINE_HEALTH_HOURS = 24;
@@ -136,22 +136,11 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
   return {
     async range() {
       // The span of what happened: business days of the story, not the loader's clock (a sandbox
-      // story set in 2025 is loaded in 2026). From the first contract's StartDate to the latest
-      // contract date (start, end) that has happened (two filtered maxima: a lateral unnest per
-      // contract took twice as long at 250,000 contracts), widened by the
-      // days of payment_outcomes: the contract dates from metric_contract_lifecycle (the contracts
-      // the service still has, with a StartDate: one kept row each, docs/WAREHOUSE.md, "Answers
-      // kept at write time"), not from contract_current, whose typed columns are cast from every
-      // current version's facts at each read. While a contract runs (started, not ended), the range runs to today: the
-      // revenue figures the page leads with are then today's MRR, not that of the last change.
-      const [r] = await q<{ from: string | null; to: string | null }>(
-        `SELECT least(c.first_day, po.first_day)::text AS from, greatest(c.last_day, po.last_day, c.today)::text AS to
-           FROM (SELECT min((c.start_date AT TIME ZONE 'UTC')::date) AS first_day,
-                        (greatest(max(c.start_date) FILTER (WHERE c.start_date <= now()), max(c.end_date) FILTER (WHERE c.end_date <= now())) AT TIME ZONE 'UTC')::date AS last_day,
-                        CASE WHEN bool_or(c.start_date <= now() AND (c.end_date IS NULL OR c.end_date > now())) THEN (now() AT TIME ZONE 'UTC')::date END AS today
-                   FROM ${s}.metric_contract_lifecycle c) c,
-                (SELECT min(day) AS first_day, max(day) AS last_day FROM ${s}.payment_outcomes) po`,
-      );
+      // story set in 2025 is loaded in 2026). metric_dashboard_range reads it from the kept rows by
+      // index: from the first contract's StartDate or payment to the latest contract date or
+      // payment that has come, and to today while a contract runs, so that the revenue figures the
+      // page leads with are then today's MRR, not that of the last change.
+      const [r] = await q<{ from: string | null; to: string | null }>(`SELECT first_day::text AS from, last_day::text AS to FROM ${s}.metric_dashboard_range`);
       return r?.from && r.to ? { from: r.from, to: r.to } : null;
     },
 

@@ -59,10 +59,10 @@ export function createRevenueData(pool: pg.Pool, schema: string): RevenueData {
   const s = quoteIdent(schema);
   return {
     async currencies() {
-      // contract_current's typed column, not the MRR views: this answers before the first chart.
+      // The currencies of the contracts the MRR views price, counted from the kept rows by index
+      // (metric_contract_currencies): this answers before the first chart.
       const { rows } = await pool.query<{ currencies: string[] | null; reporting: boolean }>(
-        `SELECT (SELECT array_agg(currency ORDER BY n DESC, currency)
-                   FROM (SELECT upper(currency) AS currency, count(*) AS n FROM ${s}.contract_current WHERE currency ~* '^[a-z]{3}$' GROUP BY 1) c) AS currencies,
+        `SELECT (SELECT array_agg(currency ORDER BY contracts DESC, currency) FROM ${s}.metric_contract_currencies) AS currencies,
                 EXISTS (SELECT 1 FROM ${s}.fx_rates) AS reporting`,
       );
       return { currencies: rows[0]?.currencies ?? [], reporting: rows[0]?.reporting ?? false };

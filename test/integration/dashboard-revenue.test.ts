@@ -46,9 +46,12 @@ const rows = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => (aw
 const one = async <T>(sql: string, params: unknown[] = []): Promise<T> => (await rows<T>(sql, params))[0] as T;
 const numOrNull = (v: string | null) => (v === null ? null : Number(v));
 const range = async () => (await get('/api/range')).body.range as { from: string; to: string };
-/** The contracts' currencies, the most used first: the page's default is the first without exchange rates. */
+/**
+ * The currencies of the contracts with a StartDate (those the MRR views price), the most used
+ * first: the page's default is the first without exchange rates.
+ */
 const currencies = async () =>
-  (await rows<{ c: string }>(`SELECT upper(currency) AS c FROM ${s}.contract_current WHERE currency IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC, 1`)).map((r) => r.c);
+  (await rows<{ c: string }>(`SELECT upper(currency) AS c FROM ${s}.contract_current WHERE currency IS NOT NULL AND start_date IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC, 1`)).map((r) => r.c);
 
 interface RevenueBody {
   months: string[];

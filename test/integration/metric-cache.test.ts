@@ -31,6 +31,8 @@ function questions(days: readonly string[]): string[] {
     'SELECT * FROM metric_contract_lifecycle_all',
     'SELECT * FROM metric_mrr_spans',
     'SELECT * FROM metric_escalation_episodes',
+    'SELECT * FROM metric_dashboard_range',
+    'SELECT * FROM metric_contract_currencies',
     ...days.flatMap((d) => [`SELECT * FROM contract_state_on('${d}')`, `SELECT * FROM customer_state_on('${d}')`]),
   ];
 }
@@ -157,6 +159,10 @@ describe('metric rows kept at write time', () => {
       for (let i = 0; i + 1 < pending.length; i++) {
         if (random() < 1 / 6) [pending[i], pending[i + 1]] = [pending[i + 1]!, pending[i]!];
       }
+      // A contract without a StartDate, in a currency no other contract has: the MRR views do not
+      // price it, so the dashboard does not offer its currency.
+      pending.splice(Math.floor(random() * pending.length), 0, { type: 'Contract', id: 'draft-usd', version: 1, at: '2025-05-01T00:00:00Z', body: { Id: 'draft-usd', Currency: 'usd', PlanId: 'plan-1' } });
+      const written = [...pending];
       const days = ['2025-02-28', '2025-09-30', '2026-05-31'];
       let statements = 0;
       let refreshes = 0;
@@ -190,6 +196,18 @@ describe('metric rows kept at write time', () => {
       // The contract without a customer counts, as a customer of its own.
       expect(live['SELECT * FROM mrr_movements']!.filter((r) => JSON.parse(r).customer_id === null).length).toBeGreaterThan(5);
       expect(live['SELECT * FROM payment_outcomes']!.length).toBeGreaterThan(5);
+      // The dashboard's currencies: those of the contracts with a StartDate the service still has,
+      // counted from what was written.
+      const current = new Map<string, AppendedVersion>();
+      for (const v of written) if (v.type === 'Contract' && (current.get(v.id)?.version ?? 0) < v.version) current.set(v.id, v);
+      const counts = new Map<string, number>();
+      for (const v of current.values()) {
+        if (v.body && typeof v.body.StartDate === 'string') counts.set(String(v.body.Currency).toUpperCase(), (counts.get(String(v.body.Currency).toUpperCase()) ?? 0) + 1);
+      }
+      expect(live['SELECT * FROM metric_contract_currencies']!.map((r) => JSON.parse(r) as { currency: string; contracts: number })).toEqual(
+        [...counts].map(([currency, contracts]) => ({ currency, contracts })).sort((a, b) => (a.currency < b.currency ? -1 : 1)),
+      );
+      expect(counts.has('USD')).toBe(false);
       // Customers read, renamed, deleted, and named by contracts only.
       const customers = live['SELECT * FROM customer_overview']!.map((r) => JSON.parse(r) as { read: boolean; deleted: boolean });
       expect(customers.filter((c) => c.read && !c.deleted).length).toBeGreaterThan(1);
