@@ -1100,6 +1100,17 @@ SELECT c.resource_id AS dunning_id, wh_as_text(x.f -> 'contractid') AS contract_
 CREATE TABLE metric_dunning_cache AS SELECT * FROM metric_dunning_facts_live WITH NO DATA;
 ALTER TABLE metric_dunning_cache ADD PRIMARY KEY (dunning_id);
 
+-- The escalation episodes each dunning of a contract with one may belong to, per span of business
+-- now of its contract's kept episodes (metric_escalation_episode_cache's cut_from, cut_until):
+-- every episode of the contract begun by the time the service told of the dunning and not reset
+-- by then. metric_refresh_episodes keeps them for the contracts and dunnings it refreshes;
+-- dunning_episodes picks at the read the latest started by now, so that it matches only the
+-- dunnings listed or of a contract whose episodes it computes.
+CREATE TABLE metric_dunning_match_cache (dunning_id text NOT NULL, contract_id text NOT NULL, cut_from timestamptz NOT NULL, cut_until timestamptz NOT NULL,
+                                         episode_id text NOT NULL, episode_began_at timestamptz, started_at timestamptz, ended_at timestamptz, outcome text);
+CREATE INDEX metric_dunning_match_cache_dunning ON metric_dunning_match_cache (dunning_id);
+CREATE INDEX metric_dunning_match_cache_contract ON metric_dunning_match_cache (contract_id);
+
 -- A dunning episode: the dunning documents of a contract issued during one of its escalation
 -- episodes (episode_id is that episode's), or one dunning issued outside any (episode_id is its
 -- own id; it has no end the service tells, and stays open). Which episode a dunning belongs to
@@ -1111,28 +1122,50 @@ ALTER TABLE metric_dunning_cache ADD PRIMARY KEY (dunning_id);
 CREATE VIEW dunning_episodes AS
 WITH due AS MATERIALIZED (
   -- Every dunning the service still has, issued by now: the kept rows of those not listed, the
-  -- listed ones' computed.
+  -- listed ones' computed. While none is listed (most of the time), the kept rows are read
+  -- without looking each up in the list (about 0.1 s at 200,000 dunnings).
   SELECT k.* FROM metric_dunning_cache k
-   WHERE NOT EXISTS (SELECT FROM metric_dunnings_dirty d WHERE d.dunning_id = k.dunning_id)
+   WHERE NOT EXISTS (SELECT FROM metric_dunnings_dirty) AND COALESCE(k.document_date, k.notified_at) <= now()
+  UNION ALL
+  SELECT k.* FROM metric_dunning_cache k
+   WHERE EXISTS (SELECT FROM metric_dunnings_dirty)
+     AND NOT EXISTS (SELECT FROM metric_dunnings_dirty d WHERE d.dunning_id = k.dunning_id)
      AND COALESCE(k.document_date, k.notified_at) <= now()
   UNION ALL
   SELECT l.* FROM metric_dunning_facts_live l WHERE COALESCE(l.document_date, l.notified_at) <= now()
-), escalations AS MATERIALIZED (
-  SELECT episode_id, contract_id, first_received_at, reset_received_at, ended_at, outcome FROM metric_escalation_episodes
-), matched AS MATERIALIZED (
-  -- Each dunning with every escalation episode of its contract begun by the time the service told
-  -- of the dunning and not reset by then, or alone (episode_id NULL) when there is none: one
-  -- hash join for both kinds (a lookup per dunning would scan every episode each time).
-  SELECT d.*, z.episode_id, z.first_received_at AS episode_began_at, z.ended_at, z.outcome
+), computed AS MATERIALIZED (
+  -- The contracts whose escalation episodes metric_escalation_episodes computes at the read.
+  SELECT contract_id FROM metric_episodes_dirty UNION SELECT contract_id FROM metric_escalation_cover WHERE cover_from > now()
+), matched_here AS MATERIALIZED (
+  -- The due dunnings listed or of such a contract (none: not read at all).
+  SELECT d.dunning_id, d.contract_id, d.notified_at
     FROM due d
-    LEFT JOIN escalations z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
-                           AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
-), placed AS (
-  -- The dunnings issued during an escalation episode, in the latest of those episodes.
-  SELECT DISTINCT ON (x.dunning_id) x.* FROM matched x WHERE x.episode_id IS NOT NULL ORDER BY x.dunning_id, x.episode_began_at DESC
+   WHERE (EXISTS (SELECT FROM metric_dunnings_dirty) OR EXISTS (SELECT FROM computed))
+     AND (d.dunning_id IN (SELECT dunning_id FROM metric_dunnings_dirty) OR d.contract_id IN (SELECT contract_id FROM computed))
+), candidates AS (
+  -- Each dunning with every escalation episode of its contract begun by the time the service told
+  -- of the dunning, not reset by then and started by now: the kept matches of the span now() is
+  -- in, of the dunnings not listed and the contracts not computed; the others' matched here,
+  -- against their contracts' episodes only.
+  SELECT m.dunning_id, m.episode_id, m.episode_began_at, m.ended_at, m.outcome
+    FROM metric_dunning_match_cache m
+   WHERE m.cut_from <= now() AND now() < m.cut_until AND m.started_at <= now()
+     AND NOT EXISTS (SELECT FROM metric_dunnings_dirty x WHERE x.dunning_id = m.dunning_id)
+     AND NOT EXISTS (SELECT FROM computed c WHERE c.contract_id = m.contract_id)
+  UNION ALL
+  SELECT d.dunning_id, z.episode_id, z.first_received_at, z.ended_at, z.outcome
+    FROM matched_here d
+    JOIN (SELECT * FROM metric_escalation_episodes WHERE contract_id = ANY (ARRAY(SELECT contract_id FROM matched_here))) z
+      ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+), latest AS (
+  -- Of those, the latest begun: the episode the dunning was issued in.
+  SELECT DISTINCT ON (c.dunning_id) c.* FROM candidates c ORDER BY c.dunning_id, c.episode_began_at DESC
+), placed AS MATERIALIZED (
+  -- The due dunnings issued during an escalation episode, each in that episode.
+  SELECT d.*, l.episode_id, l.episode_began_at, l.ended_at, l.outcome FROM latest l JOIN due d ON d.dunning_id = l.dunning_id
 ), alone AS (
   -- The others (most of them), each an episode of its own: taken as they are, not grouped.
-  SELECT x.* FROM matched x WHERE x.episode_id IS NULL
+  SELECT d.* FROM due d WHERE NOT EXISTS (SELECT FROM placed p WHERE p.dunning_id = d.dunning_id)
 ), firsts AS (
   SELECT DISTINCT ON (x.episode_id) x.episode_id, x.dunning_id, x.contract_id, x.customer_id, x.ended_at, x.outcome
     FROM placed x
@@ -1233,6 +1266,16 @@ BEGIN
   DELETE FROM metric_episodes_dirty WHERE ctid = ANY (seen);
   DELETE FROM metric_dunning_cache k WHERE k.dunning_id IN (SELECT dunning_id FROM metric_dunnings_dirty);
   INSERT INTO metric_dunning_cache SELECT * FROM metric_dunning_facts_live;
+  -- The matches of the refreshed contracts' dunnings and of the refreshed dunnings, over every kept
+  -- span of their contracts' episodes.
+  DELETE FROM metric_dunning_match_cache m
+   WHERE m.contract_id IN (SELECT unnest(contracts)) OR m.dunning_id IN (SELECT dunning_id FROM metric_dunnings_dirty);
+  INSERT INTO metric_dunning_match_cache
+  SELECT d.dunning_id, d.contract_id, z.cut_from, z.cut_until, z.episode_id, z.first_received_at, z.started_at, z.ended_at, z.outcome
+    FROM metric_dunning_cache d
+    JOIN metric_escalation_episode_cache z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
+                                          AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+   WHERE d.contract_id IN (SELECT unnest(contracts)) OR d.dunning_id IN (SELECT dunning_id FROM metric_dunnings_dirty);
   DELETE FROM metric_dunnings_dirty WHERE ctid = ANY (seen_dunnings);
   RETURN n;
 END
@@ -1240,7 +1283,8 @@ $$;
 
 -- The writer role runs the triggers (it appends) and the refresh (the sink).
 GRANT SELECT, INSERT, DELETE ON metric_episodes_dirty, metric_dunnings_dirty, metric_escalation_event_cache, metric_dunning_notice_cache,
-                                metric_episode_sources_pending, metric_escalation_episode_cache, metric_escalation_cover, metric_dunning_cache TO billing_loader_writer;
+                                metric_episode_sources_pending, metric_escalation_episode_cache, metric_escalation_cover, metric_dunning_cache,
+                                metric_dunning_match_cache TO billing_loader_writer;
 
 -- Each listed payment transaction (metric_payments_dirty, the trigger at the top of this file) the
 -- service still has, as payment_outcomes reads it: its status (Status.Status, lower case), Amount,

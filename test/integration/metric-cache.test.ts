@@ -61,7 +61,7 @@ async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
   await client.query(`INSERT INTO metric_payments_dirty (transaction_id) SELECT resource_id FROM current_facts WHERE resource_type = 'PaymentTransaction'`);
   // The episodes: nothing kept, the webhooks' fields read again from webhook_events (not as the
   // trigger appended them), every contract and dunning listed.
-  await client.query('DELETE FROM metric_escalation_episode_cache; DELETE FROM metric_escalation_cover; DELETE FROM metric_dunning_cache; DELETE FROM metric_escalation_event_cache; DELETE FROM metric_dunning_notice_cache');
+  await client.query('DELETE FROM metric_escalation_episode_cache; DELETE FROM metric_escalation_cover; DELETE FROM metric_dunning_cache; DELETE FROM metric_dunning_match_cache; DELETE FROM metric_escalation_event_cache; DELETE FROM metric_dunning_notice_cache');
   await client.query(
     `INSERT INTO metric_escalation_event_cache (event_id, event, received_at, contract_id, customer_id, trigger_days, due_date)
      SELECT event_id, event, received_at, wh_as_text(wh_field(payload, 'ContractId', 'contractId', 'contractid')), wh_as_text(wh_field(payload, 'CustomerId', 'customerId', 'customerid')),

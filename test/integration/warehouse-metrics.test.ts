@@ -203,10 +203,14 @@ describe('metric views on a crafted history', () => {
 
     episode.f = await webhook('PaymentEscalated', '2025-06-01T00:00:00Z', escalated('c-f', 5, '2025-05-27'));
     await webhook('PaymentEscalated', '2025-06-06T00:00:00Z', escalated('c-f', 10, '2025-05-27'));
+    // c-n: a step whose day (DueDate + TriggerDays) is still to come: its episode has not started
+    // by now, so it is not listed, and a dunning issued after its webhook is alone.
+    await webhook('PaymentEscalated', '2025-07-25T00:00:00Z', escalated('c-n', 5, '2999-01-01'));
 
     // Dunnings: two during c-d's first escalation, one after its reset and before its second (in
-    // none: alone), one during the second, one during c-f's open one, and one of c-g, which was
-    // never escalated (known only from its versions: no DunningCreated).
+    // none: alone), one during the second, one during c-f's open one, one after c-n's step still
+    // to come (alone), and one of c-g, which was never escalated (known only from its versions: no
+    // DunningCreated).
     const dunning = (contract: string, level: number, date: string) => ({ ContractId: contract, CustomerId: `cu-${contract.slice(2)}`, PaymentEscalationProcessId: 'settings-1', DunningLevel: level, DocumentDate: date });
     for (const [id, contract, level, at] of [
       ['d-1', 'c-d', 1, '2025-04-10T00:00:00Z'],
@@ -214,6 +218,7 @@ describe('metric views on a crafted history', () => {
       ['d-6', 'c-d', 1, '2025-05-10T00:00:00Z'],
       ['d-7', 'c-d', 1, '2025-07-08T00:00:00Z'],
       ['d-3', 'c-f', 1, '2025-06-07T00:00:00Z'],
+      ['d-8', 'c-n', 1, '2025-07-26T00:00:00Z'],
     ] as const) {
       const created = await webhook('DunningCreated', at, { Event: 'DunningCreated', DunningId: id });
       await insert('Dunning', id, 1, at.replace('00:00:00Z', '00:00:02Z'), dunning(contract, level, at), { events: [created] });
@@ -368,11 +373,24 @@ describe('metric views on a crafted history', () => {
     ]);
   });
 
-  it('dunning_episodes: the dunnings issued during an escalation end with it, with its outcome; others stay open', async () => {
-    const { rows } = await pool.query(
-      `SELECT episode_id, dunning_id, contract_id, customer_id, started_at, ended_at, max_level, levels_reached, outcome, duration::text, dunning_ids, first_document_date
-         FROM ${s}.dunning_episodes ORDER BY started_at`,
-    );
+  it('dunning_episodes: the dunnings issued during an escalation end with it, with its outcome; others stay open, from the kept rows too', async () => {
+    const sql = `SELECT episode_id, dunning_id, contract_id, customer_id, started_at, ended_at, max_level, levels_reached, outcome, duration::text, dunning_ids, first_document_date
+                   FROM ${s}.dunning_episodes ORDER BY started_at`;
+    const { rows } = await pool.query(sql);
+    // The same once the episodes and their dunnings are kept (refreshed in a transaction rolled back).
+    const client = await pool.connect();
+    let kept: unknown[];
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL search_path TO ${s}`);
+      await client.query('SELECT metric_refresh()');
+      expect((await client.query('SELECT count(*)::int AS n FROM metric_dunning_match_cache')).rows[0].n).toBeGreaterThan(0);
+      kept = (await client.query(sql)).rows;
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
+    expect(kept).toEqual(rows);
     const t = (iso: string) => new Date(iso);
     expect(rows).toEqual([
       { episode_id: episode.d1, dunning_id: 'd-1', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-04-10T00:00:00Z'), ended_at: t('2025-04-25T00:00:01Z'), max_level: 2, levels_reached: [1, 2], outcome: 'paid', duration: '15 days 00:00:01', dunning_ids: ['d-1', 'd-2'], first_document_date: t('2025-04-10T00:00:00Z') },
@@ -381,6 +399,7 @@ describe('metric views on a crafted history', () => {
       { episode_id: 'd-5', dunning_id: 'd-5', contract_id: 'c-h', customer_id: 'cu-h', started_at: t('2025-05-25T00:00:00Z'), ended_at: null, max_level: null, levels_reached: null, outcome: 'open', duration: null, dunning_ids: ['d-5'], first_document_date: t('2025-05-25T00:00:00Z') },
       { episode_id: episode.f, dunning_id: 'd-3', contract_id: 'c-f', customer_id: 'cu-f', started_at: t('2025-06-07T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-3'], first_document_date: t('2025-06-07T00:00:00Z') },
       { episode_id: episode.d2, dunning_id: 'd-7', contract_id: 'c-d', customer_id: 'cu-d', started_at: t('2025-07-08T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-7'], first_document_date: t('2025-07-08T00:00:00Z') },
+      { episode_id: 'd-8', dunning_id: 'd-8', contract_id: 'c-n', customer_id: 'cu-n', started_at: t('2025-07-26T00:00:00Z'), ended_at: null, max_level: 1, levels_reached: [1], outcome: 'open', duration: null, dunning_ids: ['d-8'], first_document_date: t('2025-07-26T00:00:00Z') },
     ]);
   });
 
