@@ -204,7 +204,8 @@ describe('metric views on a crafted history', () => {
     episode.f = await webhook('PaymentEscalated', '2025-06-01T00:00:00Z', escalated('c-f', 5, '2025-05-27'));
     await webhook('PaymentEscalated', '2025-06-06T00:00:00Z', escalated('c-f', 10, '2025-05-27'));
     // c-n: a step whose day (DueDate + TriggerDays) is still to come: its episode has not started
-    // by now, so it is not listed, and a dunning issued after its webhook is alone.
+    // by now, so payment_escalation_episodes leaves it out, and a dunning issued after its
+    // webhook is alone.
     await webhook('PaymentEscalated', '2025-07-25T00:00:00Z', escalated('c-n', 5, '2999-01-01'));
 
     // Dunnings: two during c-d's first escalation, one after its reset and before its second (in
