@@ -120,10 +120,13 @@ CREATE TABLE metric_payments_dirty (transaction_id text NOT NULL);
 CREATE INDEX metric_payments_dirty_transaction ON metric_payments_dirty (transaction_id);
 -- And plan variants (their prices: the MRR of every customer on one).
 CREATE TABLE metric_variants_dirty (plan_variant_id text NOT NULL);
--- The refresh's own row: when it last ran, how many it refreshed in all, and the last month whose
--- MRR is kept (mrr_through; -infinity: none yet). Two refreshes serialize on it (metric_refresh).
+-- The refresh's own row: when it last ran, how many it refreshed in all, the last month whose
+-- MRR is kept (mrr_through; -infinity: none yet), and the moment before which the movements
+-- counted for good are counted in metric_movement_day_cache (movements_settled_before;
+-- -infinity: none). Two refreshes serialize on it (metric_refresh).
 CREATE TABLE metric_cache_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), refreshed_at timestamptz NOT NULL DEFAULT now(),
-                                 contracts bigint NOT NULL DEFAULT 0, mrr_through date NOT NULL DEFAULT '-infinity');
+                                 contracts bigint NOT NULL DEFAULT 0, mrr_through date NOT NULL DEFAULT '-infinity',
+                                 movements_settled_before timestamptz NOT NULL DEFAULT '-infinity');
 INSERT INTO metric_cache_state DEFAULT VALUES;
 DROP FUNCTION IF EXISTS metric_mark_contracts();
 CREATE FUNCTION metric_mark_contracts() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -1338,6 +1341,85 @@ CREATE INDEX metric_contract_cache_end ON metric_contract_cache (end_date) WHERE
 CREATE INDEX metric_contract_cache_currency ON metric_contract_cache (currency) WHERE NOT deleted;
 CREATE INDEX metric_payment_cache_at ON metric_payment_cache (at) WHERE status IN ('succeeded', 'failed');
 
+-- The dashboard's movements chart: subscription_movements' day, movement and contracts, without
+-- the contract ids, from per-day counts kept at write time. A movement row counts for good once
+-- counts_from has come and it has no counts_until; those with counts_from before
+-- metric_cache_state.movements_settled_before (S) are counted in metric_movement_day_cache, per
+-- UTC day and movement, each contract once. The refresh moves those counts by the listed
+-- contracts' difference (metric_movement_move_counts) and counts them all again at now() once S
+-- is a day old (metric_settle_movements), so that what is read at each read stays about a day's
+-- movements. The view adds up: the kept counts; less the listed contracts' kept rows in them;
+-- the kept rows of the other contracts that were not settled at S (still to come, or counted
+-- only until a moment after S) and count now, each contract once a day and movement (not when a
+-- settled row of its already counts there); and the listed contracts' live rows. A reader whose
+-- now() is before S (a transaction begun before the refresh that settled) gets
+-- subscription_movements' counts instead.
+CREATE TABLE metric_movement_day_cache (day date NOT NULL, movement text NOT NULL, contracts bigint NOT NULL, PRIMARY KEY (day, movement));
+CREATE INDEX metric_movement_cache_counts_from ON metric_movement_cache (counts_from);
+CREATE INDEX metric_movement_cache_counts_until ON metric_movement_cache (counts_until);
+
+CREATE VIEW metric_movement_counts AS
+WITH settled AS (SELECT movements_settled_before AS before FROM metric_cache_state)
+SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
+  FROM (
+    SELECT day, movement, contracts FROM metric_movement_day_cache
+    UNION ALL
+    SELECT (k.at AT TIME ZONE 'UTC')::date, k.movement, -count(DISTINCT k.contract_id)
+      FROM metric_movement_cache k JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+     WHERE k.counts_until IS NULL AND k.counts_from < (SELECT before FROM settled)
+     GROUP BY 1, 2
+    UNION ALL
+    SELECT (u.at AT TIME ZONE 'UTC')::date, u.movement, count(DISTINCT u.contract_id)
+      FROM (SELECT k.contract_id, k.movement, k.at
+              FROM metric_movement_cache k LEFT JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+             WHERE d.contract_id IS NULL
+               AND (k.counts_from >= (SELECT before FROM settled) OR k.counts_until > (SELECT before FROM settled))
+               AND k.counts_from <= now() AND (k.counts_until IS NULL OR now() < k.counts_until)
+               AND NOT EXISTS (SELECT FROM metric_movement_cache o
+                                WHERE o.contract_id = k.contract_id AND o.movement = k.movement
+                                  AND (o.at AT TIME ZONE 'UTC')::date = (k.at AT TIME ZONE 'UTC')::date
+                                  AND o.counts_until IS NULL AND o.counts_from < (SELECT before FROM settled))
+            UNION ALL
+            SELECT contract_id, movement, at FROM metric_contract_movements_live
+             WHERE counts_from <= now() AND (counts_until IS NULL OR now() < counts_until)) u
+     GROUP BY 1, 2
+  ) x
+ WHERE (SELECT before FROM settled) <= now()
+ GROUP BY 1, 2
+HAVING sum(x.contracts) > 0
+UNION ALL
+SELECT day, movement, contracts FROM subscription_movements WHERE (SELECT movements_settled_before FROM metric_cache_state) > now();
+
+-- The listed contracts' kept movements counted for good before S, added to (sign 1) or taken off
+-- (-1) metric_movement_day_cache: the refresh takes off their old rows' before it replaces them
+-- and adds the new ones' after.
+CREATE FUNCTION metric_movement_move_counts(sign integer) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO metric_movement_day_cache AS c (day, movement, contracts)
+  SELECT (k.at AT TIME ZONE 'UTC')::date, k.movement, sign * count(DISTINCT k.contract_id)
+    FROM metric_movement_cache k JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+   WHERE k.counts_until IS NULL AND k.counts_from < (SELECT movements_settled_before FROM metric_cache_state)
+   GROUP BY 1, 2
+   ORDER BY 1, 2
+  ON CONFLICT (day, movement) DO UPDATE SET contracts = c.contracts + EXCLUDED.contracts;
+  DELETE FROM metric_movement_day_cache WHERE contracts = 0;
+END
+$$;
+
+-- Every kept movement counted for good before `before`, counted again from metric_movement_cache
+-- (the listed contracts' kept rows too, as metric_movement_move_counts expects), and S set to it.
+CREATE FUNCTION metric_settle_movements(before timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM metric_movement_day_cache;
+  INSERT INTO metric_movement_day_cache (day, movement, contracts)
+  SELECT (at AT TIME ZONE 'UTC')::date, movement, count(DISTINCT contract_id)
+    FROM metric_movement_cache
+   WHERE counts_until IS NULL AND counts_from < before
+   GROUP BY 1, 2;
+  UPDATE metric_cache_state SET movements_settled_before = before;
+END
+$$;
+
 CREATE VIEW metric_dashboard_range AS
 WITH live AS MATERIALIZED (SELECT start_date, end_date FROM metric_contract_facts_live WHERE NOT deleted),
      paid AS MATERIALIZED (SELECT at FROM metric_payment_facts_live WHERE status IN ('succeeded', 'failed') AND at <= now()),
@@ -1882,7 +1964,8 @@ BEGIN
   seen_variants := ARRAY(SELECT ctid FROM metric_variants_dirty);
   seen_customers := ARRAY(SELECT ctid FROM metric_customers_dirty);
   through := (SELECT mrr_through FROM metric_cache_state);
-  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND cardinality(seen_customers) = 0 AND through > running THEN
+  IF cardinality(seen) = 0 AND cardinality(seen_payments) = 0 AND cardinality(seen_variants) = 0 AND cardinality(seen_customers) = 0 AND through > running
+     AND (SELECT movements_settled_before FROM metric_cache_state) >= now() - interval '1 day' THEN
     n := cardinality(episode_contracts) + dunnings;
     IF n > 0 THEN
       UPDATE metric_cache_state SET contracts = contracts + n;
@@ -1907,8 +1990,13 @@ BEGIN
   INSERT INTO metric_contract_cache SELECT * FROM metric_contract_facts_live;
   DELETE FROM metric_segment_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
   INSERT INTO metric_segment_cache SELECT * FROM metric_contract_segments_live;
+  PERFORM metric_movement_move_counts(-1);
   DELETE FROM metric_movement_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
   INSERT INTO metric_movement_cache SELECT * FROM metric_contract_movements_live;
+  PERFORM metric_movement_move_counts(1);
+  IF (SELECT movements_settled_before FROM metric_cache_state) < now() - interval '1 day' THEN
+    PERFORM metric_settle_movements(now());
+  END IF;
   DELETE FROM metric_mrr_span_cache k USING metric_dirty_contracts d WHERE k.contract_id = d.contract_id;
   INSERT INTO metric_mrr_span_cache SELECT * FROM metric_mrr_spans_live;
   DELETE FROM metric_contracts_dirty WHERE ctid = ANY (seen);
@@ -1940,7 +2028,7 @@ $$;
 
 -- The writer role runs the trigger (it appends) and the refresh (the sink).
 GRANT SELECT, INSERT, DELETE ON metric_contracts_dirty, metric_payments_dirty, metric_variants_dirty TO billing_loader_writer;
-GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_mrr_span_cache, metric_daily_cache, metric_payment_cache,
+GRANT SELECT, INSERT, UPDATE, DELETE ON metric_contract_cache, metric_segment_cache, metric_movement_cache, metric_movement_day_cache, metric_mrr_span_cache, metric_daily_cache, metric_payment_cache,
                                         metric_mrr_customer_cache, metric_mrr_month_cache, metric_cache_state TO billing_loader_writer;
 
 -- The fill: every contract listed, then refreshed, under resource_versions' lock (the trigger's

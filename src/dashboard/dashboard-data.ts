@@ -111,7 +111,7 @@ export interface Timeline {
 }
 
 /** The views the dashboard reads besides each type's history and changes; readiness checks them all. */
-export const READ_VIEWS: readonly string[] = [...new Set([...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current', 'metric_dashboard_range', 'metric_contract_currencies'])];
+export const READ_VIEWS: readonly string[] = [...new Set([...METRIC_VIEWS, 'mrr_monthly', 'mrr_movements', 'fx_rates', 'resource_latest', 'contract_current', 'contract_history', 'customer_current', 'metric_dashboard_range', 'metric_contract_currencies', 'metric_movement_counts'])];
 
 /** Hours shown on the page for the pipeline's per-minute chart, ending at its newest minute. */
 export const PIPELINE_HEALTH_HOURS = 24;
@@ -178,7 +178,7 @@ export function createDashboardData(pool: pg.Pool, schema: string): DashboardDat
     async movements(range) {
       const days = await daysOf(range);
       const rows = await q<{ key: string; day: string; value: Num }>(
-        `SELECT movement AS key, day::text AS day, sum(contracts) AS value FROM ${s}.subscription_movements WHERE day BETWEEN $1::date AND $2::date GROUP BY 1, 2`,
+        `SELECT movement AS key, day::text AS day, contracts AS value FROM ${s}.metric_movement_counts WHERE day BETWEEN $1::date AND $2::date`,
         [range.from, range.to],
       );
       const spreadRows = spread(days, rows);

@@ -33,6 +33,7 @@ function questions(days: readonly string[]): string[] {
     'SELECT * FROM metric_escalation_episodes',
     'SELECT * FROM metric_dashboard_range',
     'SELECT * FROM metric_contract_currencies',
+    'SELECT * FROM metric_movement_counts',
     ...days.flatMap((d) => [`SELECT * FROM contract_state_on('${d}')`, `SELECT * FROM customer_state_on('${d}')`]),
   ];
 }
@@ -53,7 +54,7 @@ async function answers(client: pg.PoolClient, sqls: readonly string[]): Promise<
  */
 async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
   await client.query(
-    'DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache; DELETE FROM metric_mrr_customer_cache; DELETE FROM metric_mrr_month_cache',
+    'DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_movement_day_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache; DELETE FROM metric_mrr_customer_cache; DELETE FROM metric_mrr_month_cache',
   );
   await client.query('DELETE FROM metric_customer_cache');
   await client.query(`INSERT INTO metric_customers_dirty (customer_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Customer'`);
@@ -454,6 +455,73 @@ describe('metric rows kept at write time', () => {
       // A contract listed for its own rows and for its episodes (each version lists both) counts once.
       await appendVersions(pool, schema, [{ ...contractHistories(4244, 1)[0]![0]!, id: 'c-counted' }]);
       expect(await refreshMetrics(pool, schema)).toEqual({ refreshed: 1, pending: 0 });
+    });
+
+    it("the dashboard's movement counts equal subscription_movements' wherever the kept counts were settled, and for a reader whose now() is before that", async () => {
+      // Two plan changes of one contract on one day, at 10:00 and 14:00: one contract that day. A
+      // trial followed by an Inactive phase, converting in 2100: not converted from its end until then.
+      await appendVersions(pool, schema, [
+        {
+          type: 'Contract', id: 'c-gap', version: 1, at: '2024-11-16T00:00:00Z',
+          body: {
+            Id: 'c-gap', Currency: 'EUR', PlanId: 'plan-1', StartDate: '2024-10-01T00:00:00Z',
+            Phases: [
+              { Type: 'Trial', StartDate: '2024-10-01T00:00:00Z', PlanId: 'plan-1' },
+              { Type: 'Inactive', StartDate: '2024-10-31T00:00:00Z' },
+              { Type: 'Normal', StartDate: '2100-01-01T00:00:00Z', PlanId: 'plan-1', PlanVariantId: 'v-1', Quantity: 1 },
+            ],
+          },
+        },
+        {
+          type: 'Contract', id: 'c-twice', version: 1, at: '2024-11-16T00:00:00Z',
+          body: {
+            Id: 'c-twice', Currency: 'EUR', PlanId: 'plan-1', StartDate: '2024-10-01T00:00:00Z',
+            Phases: [
+              { Type: 'Normal', StartDate: '2024-10-01T00:00:00Z', PlanId: 'plan-1', PlanVariantId: 'v-1', Quantity: 1 },
+              { Type: 'Normal', StartDate: '2024-11-15T10:00:00Z', PlanId: 'plan-2', PlanVariantId: 'v-2', Quantity: 1 },
+              { Type: 'Normal', StartDate: '2024-11-15T14:00:00Z', PlanId: 'plan-3', PlanVariantId: 'v-3', Quantity: 1 },
+            ],
+          },
+        },
+      ]);
+      await refreshMetrics(pool, schema);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
+        const both = async () => {
+          const a = await answers(client, ['SELECT * FROM metric_movement_counts', 'SELECT day, movement, contracts FROM subscription_movements']);
+          return Object.values(a) as [string[], string[]];
+        };
+        const [counts, movements] = await both();
+        expect(counts).toEqual(movements);
+        expect(movements.map((r) => JSON.parse(r) as unknown)).toEqual(
+          expect.arrayContaining([{ day: '2024-11-15', movement: 'plan_change', contracts: 1 }, { day: '2024-10-31', movement: 'trial_not_converted', contracts: 1 }]),
+        );
+        // Some movements are still to come, and some kept ones counted.
+        const { rows: [seen] } = await client.query<{ future: number; kept: number }>(
+          'SELECT count(*) FILTER (WHERE counts_from > now())::int AS future, (SELECT count(*)::int FROM metric_movement_day_cache) AS kept FROM metric_movement_cache',
+        );
+        expect(seen!.future).toBeGreaterThan(0);
+        expect(seen!.kept).toBeGreaterThan(10);
+        // Settled between the two plan changes, long before every movement, after all of them
+        // (a reader's now() before the settling: the counts are computed at the read).
+        for (const at of ['2024-11-15T12:00:00Z', '2024-01-01T00:00:00Z', '2100-01-01T00:00:00Z']) {
+          await client.query('SELECT metric_settle_movements($1)', [at]);
+          const [c, m] = await both();
+          expect(c, `settled before ${at}`).toEqual(m);
+        }
+        // The refresh settles them again at now() once the last settling is a day old.
+        await client.query('SELECT metric_settle_movements($1)', ['2024-11-15T12:00:00Z']);
+        await client.query('SELECT metric_refresh()');
+        const { rows: [state] } = await client.query<{ now: boolean }>('SELECT movements_settled_before = now() AS now FROM metric_cache_state');
+        expect(state!.now).toBe(true);
+        const [c, m] = await both();
+        expect(c).toEqual(m);
+      } finally {
+        await client.query('ROLLBACK').catch(() => undefined);
+        client.release();
+      }
     });
   });
 });
