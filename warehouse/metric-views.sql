@@ -1375,10 +1375,13 @@ SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
              WHERE d.contract_id IS NULL
                AND (k.counts_from >= (SELECT before FROM settled) OR k.counts_until > (SELECT before FROM settled))
                AND k.counts_from <= now() AND (k.counts_until IS NULL OR now() < k.counts_until)
+               -- Looked up by the contract's index for each of these few rows (OFFSET 0 keeps the
+               -- planner from making it a hash anti-join over every settled row: 0.36 s at 10 M).
                AND NOT EXISTS (SELECT FROM metric_movement_cache o
                                 WHERE o.contract_id = k.contract_id AND o.movement = k.movement
                                   AND (o.at AT TIME ZONE 'UTC')::date = (k.at AT TIME ZONE 'UTC')::date
-                                  AND o.counts_until IS NULL AND o.counts_from < (SELECT before FROM settled))
+                                  AND o.counts_until IS NULL AND o.counts_from < (SELECT before FROM settled)
+                               OFFSET 0)
             UNION ALL
             SELECT contract_id, movement, at FROM metric_contract_movements_live
              WHERE counts_from <= now() AND (counts_until IS NULL OR now() < counts_until)) u
