@@ -131,7 +131,7 @@ async function picks(pool, S) {
  * sessions and work_mem), then the first load as dashboard/dashboard.js sends it. Each the
  * median of `runs`, unless a run took longer than `longMs`.
  */
-export async function timeMetrics({ pool, databaseUrl, schema, runs, longMs, timeoutS, log, say }) {
+export async function timeMetrics({ pool, databaseUrl, schema, runs, longMs, timeoutS, dashboardOnly = false, log, say }) {
   const S = quoteIdent(schema);
   const p = await picks(pool, S);
   // The views' own sessions: the owner's, as an analyst querying the warehouse, with the timeout.
@@ -142,20 +142,21 @@ export async function timeMetrics({ pool, databaseUrl, schema, runs, longMs, tim
   const functions = [];
   const requests = [];
   try {
-    for (const view of METRIC_VIEWS) {
+    // --dashboard-only: the dashboard's requests and first load alone.
+    for (const view of dashboardOnly ? [] : METRIC_VIEWS) {
       const r = await repeat(() => fetchAll(viewsPool, `SELECT * FROM ${S}.${quoteIdent(view)}`), runs, longMs);
       views.push({ query: view, form: 'whole', ms: r.ms, rows: r.last, runs: r.runs, timedOut: r.timedOut });
       say(`${view}: ${shown(r, runs, `${r.last} rows fetched`)}`);
     }
     // Each form twice: as the server computes and sends it (COPY, rows counted), and through
     // `pg`, which builds a JavaScript object per row (a client's own cost, large for big answers).
-    for (const q of viewForms(S, p)) {
+    for (const q of dashboardOnly ? [] : viewForms(S, p)) {
       const served = await repeat(() => fetchAll(viewsPool, inlined(q.sql, q.params)), runs, longMs);
       const r = await repeat(() => viewsPool.query(q.sql, q.params), runs, longMs);
       views.push({ query: q.name, form: 'read', ms: r.ms, servedMs: served.ms, rows: r.last?.rowCount, runs: r.runs, timedOut: r.timedOut || served.timedOut });
       say(`${q.name}: ${shown(served, runs, `${served.last} rows fetched`)}; through pg ${shown(r, runs, `${r.last?.rowCount} rows`)}`);
     }
-    for (const f of stateFunctions(S, p)) {
+    for (const f of dashboardOnly ? [] : stateFunctions(S, p)) {
       const r = await repeat(async () => (f.whole ? fetchAll(viewsPool, f.sql) : Number((await viewsPool.query(f.sql)).rows[0].count)), runs, longMs);
       functions.push({ query: f.name, ms: r.ms, [f.whole ? 'rows' : 'count']: r.last, runs: r.runs, timedOut: r.timedOut });
       say(`${f.name}: ${shown(r, runs, f.whole ? `${r.last} rows fetched` : `count ${r.last}`)}`);

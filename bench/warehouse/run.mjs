@@ -2,7 +2,7 @@
 // Analyst layer benchmark. Not a test: it measures and prints, and asserts nothing about time
 // (it stops only when two forms of one answer disagree).
 //
-//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--sink-concurrency P] [--sink-rounds K] [--metrics-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S]
+//   npm run bench:warehouse -- [--versions N] [--runs R] [--old-runs R] [--sink-records M] [--sink-concurrency P] [--sink-rounds K] [--metrics-only] [--dashboard-only] [--keep] [--reuse <schema>] [--through-triggers] [--generate-only] [--long-ms T] [--timeout-s S] [--help]
 //
 // 1. generates N versions (default 1,000,000) across the eight types in a fresh warehouse schema,
 //    server-side (INSERT ... SELECT): bodies of about 2 KB with the simulator's fields, about
@@ -30,7 +30,8 @@
 //    sends it (the range, the currencies, then seven requests at once); each the median of
 //    --runs runs, once when a run takes longer than --long-ms (default 60,000), none when the
 //    server cancels it at --timeout-s (default 0: no timeout): metric-timings.mjs.
-//    --metrics-only skips 2 and 3.
+//    --metrics-only skips 2 and 3; --dashboard-only (with it) times the dashboard's requests and
+//    first load alone.
 // --generate-only generates, keeps the warehouse, prints its schema and stops: a later run times it
 // with --reuse <schema> (a generation of 10,000,000 versions takes hours on a shared machine).
 // DATABASE_URL etc. from the environment (the local stack by default); private schemas and
@@ -71,8 +72,18 @@ const { values: args } = parseArgs({
     'generate-only': { type: 'boolean', default: false },
     'long-ms': { type: 'string', default: '60000' },
     'timeout-s': { type: 'string', default: '0' },
+    'dashboard-only': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (args.help) {
+  // The usage is this file's opening comment.
+  const { readFileSync } = await import('node:fs');
+  const head = readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1);
+  process.stdout.write(`${head.slice(0, head.findIndex((l) => !l.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n')}\n`);
+  process.exit(0);
+}
+if (args['dashboard-only'] && !args['metrics-only']) throw new Error('--dashboard-only times the metric part: add --metrics-only');
 const N = Number(args.versions);
 const RUNS = Number(args.runs);
 const OLD_RUNS = Number(args['old-runs']);
@@ -610,7 +621,7 @@ try {
     results.push({ query: q.name, ms: now.ms, rows: now.rows, oldMs: old?.ms, oldRows: old?.rows, speedup: old ? +(old.ms / now.ms).toFixed(1) : undefined, fromBodiesMs: bodies?.ms, fromBodiesRows: bodies?.rows, fromAsOfMs: asOf?.ms });
     say(`${q.name}: ${now.ms} ms (${now.rows} rows)${asOf ? `; from contract_as_of ${asOf.ms} ms (same rows)` : ''}${old ? `; before the analyst layer ${old.ms} ms (${old.rows} rows)` : ''}${bodies ? `; typed columns from the bodies ${bodies.ms} ms (${bodies.rows} rows)` : ''}`);
   }
-  const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, timeoutS: TIMEOUT_S, log, say });
+  const metrics = await timeMetrics({ pool, databaseUrl: config.databaseUrl, schema, runs: RUNS, longMs: LONG_MS, timeoutS: TIMEOUT_S, dashboardOnly: args['dashboard-only'], log, say });
   const sink = M > 0 && !args['metrics-only'] ? await loadThroughSinkAndCopy() : undefined;
   if (sink) say(`median of ${sink.rounds.length} rounds: sink ${sink.sinkRowsPerSecond} rows/s, plain COPY ${sink.copyRowsPerSecond} rows/s, ratio ${sink.ratio} (steady ${sink.steadyRatio}; rounds ${sink.rounds.map((r) => r.ratio).join(', ')}); without the version_facts trigger ${sink.withoutFactsRowsPerSecond} rows/s, ratio ${sink.withoutFactsRatio}`);
   console.log(JSON.stringify({ date: new Date().toISOString(), versions: Number(generated.versions), resources: R, bodyBytes: generated.body_bytes, tableSize: generated.size, generateSeconds: Math.round(generated.ms / 1000), queries: results, metrics, sink }, null, 2));
