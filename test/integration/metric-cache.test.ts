@@ -54,7 +54,7 @@ async function answers(client: pg.PoolClient, sqls: readonly string[]): Promise<
  */
 async function forgetKeptRows(client: pg.PoolClient): Promise<void> {
   await client.query(
-    'DELETE FROM metric_contract_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_movement_day_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache; DELETE FROM metric_mrr_customer_cache; DELETE FROM metric_mrr_month_cache',
+    'DELETE FROM metric_contract_cache; DELETE FROM metric_unread_customer_cache; DELETE FROM metric_segment_cache; DELETE FROM metric_movement_cache; DELETE FROM metric_movement_day_cache; DELETE FROM metric_mrr_span_cache; DELETE FROM metric_daily_cache; DELETE FROM metric_payment_cache; DELETE FROM metric_mrr_customer_cache; DELETE FROM metric_mrr_month_cache',
   );
   await client.query('DELETE FROM metric_customer_cache');
   await client.query(`INSERT INTO metric_customers_dirty (customer_id) SELECT resource_id FROM current_facts WHERE resource_type = 'Customer'`);
@@ -455,6 +455,25 @@ describe('metric rows kept at write time', () => {
       // A contract listed for its own rows and for its episodes (each version lists both) counts once.
       await appendVersions(pool, schema, [{ ...contractHistories(4244, 1)[0]![0]!, id: 'c-counted' }]);
       expect(await refreshMetrics(pool, schema)).toEqual({ refreshed: 1, pending: 0 });
+    });
+
+    it('a customer only a contract named leaves the customers when the contract moves to another', async () => {
+      const contract = (version: number, customer: string): AppendedVersion => ({
+        type: 'Contract', id: 'c-moves', version, at: `2024-12-0${version}T00:00:00Z`,
+        body: { Id: 'c-moves', CustomerId: customer, Currency: 'EUR', PlanId: 'plan-1', StartDate: '2024-12-01T00:00:00Z' },
+      });
+      const named = async () => (await pool.query<{ customer_id: string }>(
+        `SELECT customer_id FROM ${quoteIdent(schema)}.customer_overview WHERE customer_id IN ('cu-ghost', 'cu-other') ORDER BY 1`,
+      )).rows.map((r) => r.customer_id);
+      await appendVersions(pool, schema, [contract(1, 'cu-ghost')]);
+      await refreshMetrics(pool, schema);
+      expect(await named()).toEqual(['cu-ghost']);
+      await appendVersions(pool, schema, [contract(2, 'cu-other')]);
+      expect(await named()).toEqual(['cu-other']);
+      await refreshMetrics(pool, schema);
+      expect(await named()).toEqual(['cu-other']);
+      const { kept, live } = await keptAndLive(pool, schema, ['2024-12-31']);
+      for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
     });
 
     it("the dashboard's movement counts equal subscription_movements' wherever the kept counts were settled, and for a reader whose now() is before that", async () => {

@@ -105,7 +105,7 @@ describe('warehouse roles', () => {
       'metric_cache_state', 'metric_contract_cache', 'metric_contracts_dirty', 'metric_customer_cache', 'metric_customers_dirty', 'metric_daily_cache', 'metric_dunning_cache',
       'metric_dunning_match_cache', 'metric_dunning_notice_cache', 'metric_dunnings_dirty', 'metric_episode_sources_pending', 'metric_episodes_dirty', 'metric_escalation_cover', 'metric_escalation_episode_cache',
       'metric_escalation_event_cache', 'metric_movement_cache', 'metric_movement_day_cache', 'metric_mrr_customer_cache', 'metric_mrr_month_cache', 'metric_mrr_span_cache', 'metric_payment_cache', 'metric_payments_dirty',
-      'metric_segment_cache', 'metric_variants_dirty',
+      'metric_segment_cache', 'metric_unread_customer_cache', 'metric_variants_dirty',
     ];
     expect(tables.rows.map((r) => r.name)).toEqual(
       ['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'fx_rates', ...kept, 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events'],
