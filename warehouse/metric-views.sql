@@ -552,8 +552,13 @@ GRANT SELECT, INSERT, DELETE ON metric_customers_dirty TO billing_loader_writer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON metric_customer_cache TO billing_loader_writer;
 
 -- Every customer's row: the kept ones of the customers not listed, the live ones of the listed.
+-- The listed ones are left out of the kept rows by a join on their distinct ids, as in
+-- subscription_movements (NOT EXISTS rescans the list per kept row: about 80 ms of 0.2 s for
+-- 250,000 customers).
 CREATE VIEW metric_customer_versions AS
-SELECT k.* FROM metric_customer_cache k WHERE NOT EXISTS (SELECT FROM metric_customers_dirty d WHERE d.customer_id = k.customer_id)
+SELECT k.* FROM metric_customer_cache k
+  LEFT JOIN (SELECT DISTINCT customer_id FROM metric_customers_dirty) d ON d.customer_id = k.customer_id
+ WHERE d.customer_id IS NULL
 UNION ALL
 SELECT * FROM metric_customer_versions_live;
 
