@@ -385,8 +385,13 @@ SELECT contract_id, customer_id, plan_id, start_date, end_date, phases, trial_st
 -- started by then (an ended contract keeps its last plan), else the contract's PlanId. The spans
 -- cover the future the body already lists (a scheduled EndDate or phase): business now is the
 -- reader's cut (contract_daily, contract_state_at).
+-- The listed contracts are left out of the kept spans by a join on their distinct ids, as in
+-- subscription_movements: read at one moment (contract_state_at) at 10,000,000 versions, 151-186
+-- ms against 255-379 ms with NOT EXISTS, which rescans the list per kept span.
 CREATE VIEW contract_segments AS
-SELECT k.* FROM metric_segment_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+SELECT k.* FROM metric_segment_cache k
+  LEFT JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+ WHERE d.contract_id IS NULL
 UNION ALL
 SELECT * FROM metric_contract_segments_live;
 
