@@ -334,9 +334,12 @@ SELECT e.day, s.plan_id, s.state, e.delta * s.sign AS delta, s.sign AS edges
   CROSS JOIN LATERAL (VALUES ((s.valid_from AT TIME ZONE 'UTC')::date, 1), ((s.valid_to AT TIME ZONE 'UTC')::date, -1)) AS e(day, delta)
  WHERE e.day IS NOT NULL;
 
--- Every contract's rows: the kept ones of the contracts not listed, the live ones of the listed.
+-- Every contract's rows: the kept ones of the contracts not listed, the live ones of the listed
+-- (left out by a join on their distinct ids, as in subscription_movements).
 CREATE VIEW metric_contract_facts AS
-SELECT k.* FROM metric_contract_cache k WHERE NOT EXISTS (SELECT FROM metric_contracts_dirty d WHERE d.contract_id = k.contract_id)
+SELECT k.* FROM metric_contract_cache k
+  LEFT JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
+ WHERE d.contract_id IS NULL
 UNION ALL
 SELECT * FROM metric_contract_facts_live;
 
