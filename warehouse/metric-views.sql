@@ -1081,15 +1081,16 @@ CREATE TABLE metric_escalation_cover (contract_id text PRIMARY KEY, cover_from t
 CREATE INDEX metric_escalation_cover_from ON metric_escalation_cover (cover_from);
 
 -- Every contract's episodes at business now, started by now: the kept ones of the span now() is
--- in, of the contracts not listed; those of the listed ones, and of those whose kept spans start
--- after now(), computed at the read.
+-- in, of the contracts not listed (left out by a join on their distinct ids, as in
+-- subscription_movements); those of the listed ones, and of those whose kept spans start after
+-- now(), computed at the read.
 CREATE VIEW metric_escalation_episodes AS
 SELECT e.*
   FROM (SELECT k.episode_id, k.contract_id, k.customer_id, k.started_at, k.ended_at, k.due_date, k.max_trigger_days, k.trigger_days_reached, k.outcome,
                k.duration, k.first_received_at, k.reset_received_at, k.outcome_read_at
           FROM metric_escalation_episode_cache k
-         WHERE k.cut_from <= now() AND now() < k.cut_until
-           AND NOT EXISTS (SELECT FROM metric_episodes_dirty d WHERE d.contract_id = k.contract_id)
+          LEFT JOIN (SELECT DISTINCT contract_id FROM metric_episodes_dirty) d ON d.contract_id = k.contract_id
+         WHERE k.cut_from <= now() AND now() < k.cut_until AND d.contract_id IS NULL
         UNION ALL
         SELECT x.*
           FROM (SELECT ARRAY(SELECT contract_id FROM metric_episodes_dirty UNION SELECT contract_id FROM metric_escalation_cover WHERE cover_from > now()) AS ids) l
@@ -1337,7 +1338,8 @@ ALTER TABLE metric_payment_cache ADD PRIMARY KEY (transaction_id);
 -- else the Status object's Timestamp), provider and currency, for statuses dated by now:
 -- Succeeded and Failed ones (Status.Status; other statuses, e.g. Pending, are not counted).
 -- Amounts are the transactions' Amount: what was charged, VAT included. From the kept rows and
--- the listed transactions' live ones.
+-- the listed transactions' live ones (the listed ones left out of the kept rows by a join on
+-- their distinct ids, as in subscription_movements).
 CREATE VIEW payment_outcomes AS
 SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        t.provider,
@@ -1346,7 +1348,9 @@ SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        count(*) FILTER (WHERE t.status = 'failed') AS failed,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'succeeded'), 0) AS succeeded_amount,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'failed'), 0) AS failed_amount
-  FROM (SELECT k.* FROM metric_payment_cache k WHERE NOT EXISTS (SELECT FROM metric_payments_dirty d WHERE d.transaction_id = k.transaction_id)
+  FROM (SELECT k.* FROM metric_payment_cache k
+          LEFT JOIN (SELECT DISTINCT transaction_id FROM metric_payments_dirty) d ON d.transaction_id = k.transaction_id
+         WHERE d.transaction_id IS NULL
         UNION ALL
         SELECT * FROM metric_payment_facts_live) t
  WHERE t.status IN ('succeeded', 'failed') AND t.at <= now()

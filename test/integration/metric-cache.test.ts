@@ -476,6 +476,23 @@ describe('metric rows kept at write time', () => {
       for (const sql of Object.keys(live)) expect(kept[sql], sql).toEqual(live[sql]);
     });
 
+    it('a transaction counts once by its latest status while it waits for the refresh', async () => {
+      const payment = (version: number, status: string, day: string): AppendedVersion => ({
+        type: 'PaymentTransaction', id: 'pt-twice', version, at: `${day}T12:00:00Z`,
+        body: { Id: 'pt-twice', Amount: 40, Currency: 'EUR', PaymentProvider: 'Twice', Status: { Status: status, Timestamp: `${day}T10:00:00Z` } },
+      });
+      const outcomes = async () => (await pool.query<{ day: string; succeeded: number; failed: number }>(
+        `SELECT day::text AS day, succeeded::int, failed::int FROM ${quoteIdent(schema)}.payment_outcomes WHERE provider = 'Twice' ORDER BY 1`,
+      )).rows;
+      await appendVersions(pool, schema, [payment(1, 'Failed', '2024-12-10')]);
+      await refreshMetrics(pool, schema);
+      expect(await outcomes()).toEqual([{ day: '2024-12-10', succeeded: 0, failed: 1 }]);
+      await appendVersions(pool, schema, [payment(2, 'Succeeded', '2024-12-11')]);
+      expect(await outcomes()).toEqual([{ day: '2024-12-11', succeeded: 1, failed: 0 }]);
+      await refreshMetrics(pool, schema);
+      expect(await outcomes()).toEqual([{ day: '2024-12-11', succeeded: 1, failed: 0 }]);
+    });
+
     it("the dashboard's movement counts equal subscription_movements' wherever the kept counts were settled, and for a reader whose now() is before that", async () => {
       // Two plan changes of one contract on one day, at 10:00 and 14:00: one contract that day. A
       // trial followed by an Inactive phase, converting in 2100: not converted from its end until then.
