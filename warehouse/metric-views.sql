@@ -1964,7 +1964,8 @@ END;
 
 -- The refresh of what is kept at write time (top of this file): computes the listed contracts'
 -- and payment transactions' rows again and puts them in place of the kept ones, moves
--- contract_daily's per-day sums by the difference, does the same for the MRR months of the
+-- contract_daily's per-day sums and the movements' per-day counts by the difference (and counts
+-- the movements again at now() once their settling is a day old), does the same for the MRR months of the
 -- customers those contracts and the listed plan variants touch (and their monthly sums), and
 -- takes what it saw off the lists (the customers' last known fields too). Once the running month is the last one kept (a month has
 -- begun), it computes every customer's MRR months again, a month further. Returns how many
