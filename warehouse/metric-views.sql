@@ -150,6 +150,14 @@ $$;
 CREATE TRIGGER resource_versions_mark_metric_contracts AFTER INSERT ON resource_versions
   REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION metric_mark_contracts();
 
+-- The listed contracts' distinct ids. Every view that reads kept rows leaves the listed ones
+-- (contracts, customers, transactions, dunnings) out by a left join on their distinct ids
+-- (WHERE id IS NULL), which is planned as a hash or merge anti-join. NOT EXISTS on a list itself,
+-- which the planner expects nearly empty, runs as a rescan of the list for every kept row: at
+-- 10,000,000 versions 0.1-0.15 s of subscription_movements' 562,782 kept movements, 80 ms of
+-- metric_customer_versions' 250,000 customers, about 0.1 s of contract_segments read at one
+-- moment (docs/BENCHMARKS.md). The join adds about 15 ms, and with 20,000 contracts listed takes
+-- 0.6 of the time.
 CREATE VIEW metric_dirty_contracts AS
 SELECT DISTINCT contract_id FROM metric_contracts_dirty;
 
@@ -335,7 +343,7 @@ SELECT e.day, s.plan_id, s.state, e.delta * s.sign AS delta, s.sign AS edges
  WHERE e.day IS NOT NULL;
 
 -- Every contract's rows: the kept ones of the contracts not listed, the live ones of the listed
--- (left out by a join on their distinct ids, as in subscription_movements).
+-- (left out by a join on their distinct ids: metric_dirty_contracts, above).
 CREATE VIEW metric_contract_facts AS
 SELECT k.* FROM metric_contract_cache k
   LEFT JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
@@ -388,9 +396,8 @@ SELECT contract_id, customer_id, plan_id, start_date, end_date, phases, trial_st
 -- started by then (an ended contract keeps its last plan), else the contract's PlanId. The spans
 -- cover the future the body already lists (a scheduled EndDate or phase): business now is the
 -- reader's cut (contract_daily, contract_state_at).
--- The listed contracts are left out of the kept spans by a join on their distinct ids, as in
--- subscription_movements: read at one moment (contract_state_at) at 10,000,000 versions, 151-186
--- ms against 255-379 ms with NOT EXISTS, which rescans the list per kept span.
+-- The listed contracts are left out of the kept spans by a join on their distinct ids
+-- (metric_dirty_contracts, above).
 CREATE VIEW contract_segments AS
 SELECT k.* FROM metric_segment_cache k
   LEFT JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
@@ -454,11 +461,8 @@ WINDOW w AS (PARTITION BY g.plan_id ORDER BY g.day);
 --   cancellation, reactivation  metric_contract_transitions (when the loader read them)
 --   churn                a contract that had paid ends (its EndDate)
 -- New paying business is new + trial_conversion; a trial that never paid is never churn. From
--- the kept movements (metric_movement_cache) and the listed contracts' live ones. The listed
--- contracts are left out of the kept rows by a join on their distinct ids, not NOT EXISTS on the
--- list: the planner, which expects the list nearly empty, rescans it for every kept row that way
--- (at 562,782 kept movements 0.1-0.15 s of the read; the join adds 15 ms, and takes 0.6 of the
--- time with 20,000 contracts listed).
+-- the kept movements (metric_movement_cache) and the listed contracts' live ones (the listed
+-- ones left out of the kept rows by a join on their distinct ids: metric_dirty_contracts, above).
 CREATE VIEW subscription_movements AS
 WITH movements AS (
   SELECT k.contract_id, k.movement, k.at, k.counts_from, k.counts_until
@@ -560,9 +564,8 @@ GRANT SELECT, INSERT, DELETE ON metric_customers_dirty TO billing_loader_writer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON metric_customer_cache TO billing_loader_writer;
 
 -- Every customer's row: the kept ones of the customers not listed, the live ones of the listed.
--- The listed ones are left out of the kept rows by a join on their distinct ids, as in
--- subscription_movements (NOT EXISTS rescans the list per kept row: about 80 ms of 0.2 s for
--- 250,000 customers).
+-- The listed ones are left out of the kept rows by a join on their distinct ids
+-- (metric_dirty_contracts, above, says why).
 CREATE VIEW metric_customer_versions AS
 SELECT k.* FROM metric_customer_cache k
   LEFT JOIN (SELECT DISTINCT customer_id FROM metric_customers_dirty) d ON d.customer_id = k.customer_id
@@ -1081,8 +1084,8 @@ CREATE TABLE metric_escalation_cover (contract_id text PRIMARY KEY, cover_from t
 CREATE INDEX metric_escalation_cover_from ON metric_escalation_cover (cover_from);
 
 -- Every contract's episodes at business now, started by now: the kept ones of the span now() is
--- in, of the contracts not listed (left out by a join on their distinct ids, as in
--- subscription_movements); those of the listed ones, and of those whose kept spans start after
+-- in, of the contracts not listed (left out by a join on their distinct ids:
+-- metric_dirty_contracts, above); those of the listed ones, and of those whose kept spans start after
 -- now(), computed at the read.
 CREATE VIEW metric_escalation_episodes AS
 SELECT e.*
@@ -1155,8 +1158,7 @@ CREATE VIEW dunning_episodes AS
 WITH due AS MATERIALIZED (
   -- Every dunning the service still has, issued by now: the kept rows of those not listed, the
   -- listed ones' computed. The listed ones are left out of the kept rows by a join on their
-  -- distinct ids, as in subscription_movements (NOT EXISTS rescans the list per kept row: about
-  -- 0.1 s at 200,000 dunnings).
+  -- distinct ids (metric_dirty_contracts, above, says why: about 0.1 s at 200,000 dunnings).
   SELECT k.* FROM metric_dunning_cache k
     LEFT JOIN (SELECT DISTINCT dunning_id FROM metric_dunnings_dirty) d ON d.dunning_id = k.dunning_id
    WHERE d.dunning_id IS NULL AND COALESCE(k.document_date, k.notified_at) <= now()
@@ -1339,7 +1341,7 @@ ALTER TABLE metric_payment_cache ADD PRIMARY KEY (transaction_id);
 -- Succeeded and Failed ones (Status.Status; other statuses, e.g. Pending, are not counted).
 -- Amounts are the transactions' Amount: what was charged, VAT included. From the kept rows and
 -- the listed transactions' live ones (the listed ones left out of the kept rows by a join on
--- their distinct ids, as in subscription_movements).
+-- their distinct ids: metric_dirty_contracts, above, says why).
 CREATE VIEW payment_outcomes AS
 SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        t.provider,
@@ -1599,7 +1601,7 @@ CREATE INDEX metric_mrr_span_cache_ends ON metric_mrr_span_cache (ends_at);
 CREATE INDEX metric_mrr_span_cache_variant ON metric_mrr_span_cache (plan_variant_id);
 
 -- Every contract's paying spans, the future ones too (the kept ones of the contracts not listed,
--- left out by a join on their distinct ids as in subscription_movements, and the live ones of
+-- left out by a join on their distinct ids: metric_dirty_contracts, above; and the live ones of
 -- the listed); metric_mrr_spans: those started by now.
 CREATE VIEW metric_mrr_spans_all AS
 SELECT k.* FROM metric_mrr_span_cache k
