@@ -1494,15 +1494,18 @@ WITH counts AS MATERIALIZED (
 SELECT currency, contracts FROM counts WHERE contracts > 0 AND currency ~ '^[A-Z]{3}$';
 
 -- The loader's own health per minute, on the load-side clocks: webhooks by ingress receipt,
--- versions by loaded_at, and freshness: for each version caused by webhooks, the seconds from the
--- earliest of them received to the version loaded (percentiles over the minute's versions).
+-- versions by loaded_at (counted at write time: version_load_minutes and version_load_deltas,
+-- migration 0024), and freshness: for each version caused by webhooks, the seconds from the
+-- earliest of them received to the version loaded (percentiles over the minute's versions caused
+-- by webhooks; the others have none).
 -- dead_letters: the records of the DLQ topics given up in that minute (by any stage; the sink
 -- copies each into dead_letters, migration 0017).
 CREATE VIEW pipeline_health AS
--- Minutes in UTC with an explicit zone: migration 0006 indexes exactly these expressions, so a
--- filter on minute (the dashboard's last hours) reads only those minutes' index entries, and the
--- whole view reads the indexes in minute order instead of every version and webhook. A UTC
--- minute is the minute in any zone whose offset is whole minutes.
+-- Minutes in UTC with an explicit zone: migrations 0006 and 0024 index exactly these expressions,
+-- so a filter on minute (the dashboard's last hours) reads only those minutes' index entries and
+-- kept counts, and the whole view reads the indexes in minute order instead of every version and
+-- webhook. A backfill's versions (no source events) are counted, never read. A UTC minute is the
+-- minute in any zone whose offset is whole minutes.
 SELECT m.minute,
        sum(m.webhooks)::bigint AS webhooks,
        sum(m.versions)::bigint AS versions,
@@ -1517,27 +1520,32 @@ SELECT m.minute,
           FROM dead_letters d
          GROUP BY 1
         UNION ALL
-        -- Both percentiles from one aggregate, so each version's sources are looked up once; a
-        -- version without source events (backfill, reconciliation) looks nothing up.
+        SELECT k.minute, 0, k.versions, NULL, 0 FROM version_load_minutes k
+        UNION ALL
+        SELECT k.minute, 0, k.versions, NULL, 0 FROM version_load_deltas k
+        UNION ALL
+        -- Both percentiles from one aggregate, so each version's sources are looked up once. The
+        -- filter is the predicate of 0024's partial index.
         SELECT date_trunc('minute', r.loaded_at, 'UTC'),
                0,
-               count(*),
+               0,
                percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (
-                 ORDER BY CASE WHEN cardinality(r.source_event_ids) > 0 THEN
-                            extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8
-                          END),
+                 ORDER BY extract(epoch FROM r.loaded_at - (SELECT min(w.received_at) FROM unnest(r.source_event_ids) AS e(id) JOIN webhook_events w ON w.event_id = e.id))::float8),
                0
           FROM resource_versions r
+         WHERE cardinality(r.source_event_ids) > 0
          GROUP BY 1) m
  GROUP BY m.minute;
 
--- The latest UTC minute pipeline_health has a row for, from the same three minute indexes (the
--- greatest of their maxima, each the last entry of an index), without computing the view: where
--- a reader of the latest hours starts when nothing was loaded in the last ones.
+-- The latest UTC minute pipeline_health has a row for, from the same minute indexes and kept
+-- counts (the greatest of their maxima, each the last entry of an index; the deltas are the few
+-- rows not folded yet), without computing the view: where a reader of the latest hours starts
+-- when nothing was loaded in the last ones.
 CREATE VIEW metric_pipeline_last_minute AS
 SELECT GREATEST((SELECT max(date_trunc('minute', w.received_at, 'UTC')) FROM webhook_events w),
                 (SELECT max(date_trunc('minute', d.failed_at, 'UTC')) FROM dead_letters d),
-                (SELECT max(date_trunc('minute', r.loaded_at, 'UTC')) FROM resource_versions r)) AS minute;
+                (SELECT max(k.minute) FROM version_load_minutes k),
+                (SELECT max(k.minute) FROM version_load_deltas k)) AS minute;
 
 -- MRR in money (docs/WAREHOUSE.md#mrr-in-money). A contract's MRR on a day is the recurring fee
 -- of the plan variant of its Normal phase in force at the end of that UTC day, normalised to a

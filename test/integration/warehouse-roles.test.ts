@@ -108,7 +108,7 @@ describe('warehouse roles', () => {
       'metric_segment_cache', 'metric_unread_customer_cache', 'metric_variants_dirty',
     ];
     expect(tables.rows.map((r) => r.name)).toEqual(
-      ['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'fx_rates', ...kept, 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'webhook_events'],
+      ['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'fx_rates', ...kept, 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'version_load_deltas', 'version_load_minutes', 'webhook_events'],
     );
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
@@ -120,7 +120,7 @@ describe('warehouse roles', () => {
       await q(`INSERT INTO ${s}.fx_rates VALUES ('EUR', '2025-01-01', 1)`);
       await q(`DELETE FROM ${s}.fx_rates`);
       const denied = { code: '42501' };
-      for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', ...kept]) {
+      for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'version_load_deltas', 'version_load_minutes', ...kept]) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
       }
       await expect(q(`INSERT INTO ${s}.resource_heads VALUES ('Contract', 'x', 1, now(), false)`)).rejects.toMatchObject(denied);
