@@ -150,9 +150,9 @@ $$;
 CREATE TRIGGER resource_versions_mark_metric_contracts AFTER INSERT ON resource_versions
   REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION metric_mark_contracts();
 
--- The listed contracts' distinct ids. Every view that reads kept rows leaves the listed ones
--- (contracts, customers, transactions, dunnings) out by a left join on their distinct ids
--- (WHERE id IS NULL), which is planned as a hash or merge anti-join. NOT EXISTS on a list itself,
+-- The listed contracts' distinct ids (and, below, the transactions', the customers', the
+-- dunnings' and the episode contracts': metric_dirty_*). Every view that reads kept rows leaves
+-- the listed ones out by a left join on their distinct ids (WHERE id IS NULL), which is planned as a hash or merge anti-join. NOT EXISTS on a list itself,
 -- which the planner expects nearly empty, runs as a rescan of the list for every kept row: at
 -- 10,000,000 versions 0.1-0.15 s of subscription_movements' 562,782 kept movements, 80 ms of
 -- metric_customer_versions' 250,000 customers, about 0.1 s of contract_segments read at one
@@ -160,6 +160,8 @@ CREATE TRIGGER resource_versions_mark_metric_contracts AFTER INSERT ON resource_
 -- 0.6 of the time.
 CREATE VIEW metric_dirty_contracts AS
 SELECT DISTINCT contract_id FROM metric_contracts_dirty;
+CREATE VIEW metric_dirty_payments AS
+SELECT DISTINCT transaction_id FROM metric_payments_dirty;
 
 -- The cancellations and reactivations of every contract that ever had a version showing an
 -- EndDate or an Ended status: every movement has one at one end (the version itself for a
@@ -539,17 +541,19 @@ CREATE INDEX metric_contract_cache_customer ON metric_contract_cache (customer_i
 -- at each read (metric_customer_last_known).
 CREATE TABLE metric_customers_dirty (customer_id text NOT NULL);
 CREATE INDEX metric_customers_dirty_customer ON metric_customers_dirty (customer_id);
+CREATE VIEW metric_dirty_customers AS
+SELECT DISTINCT customer_id FROM metric_customers_dirty;
 
 -- The listed customers' rows, computed from their versions.
 CREATE VIEW metric_customer_versions_live AS
 SELECT c.resource_id AS customer_id, false AS deleted, c.version, c.valid_from AS last_read_at, c.created_at, c.customer_name, c.company_name,
        c.first_name, c.last_name, c.email_address, c.external_customer_id, c.address_country, c.locale, c.is_locked
-  FROM (SELECT DISTINCT customer_id FROM metric_customers_dirty) l
+  FROM metric_dirty_customers l
   JOIN customer_current c ON c.resource_id = l.customer_id
 UNION ALL
 SELECT d.resource_id, true, h.version, h.valid_from, h.created_at, h.customer_name, h.company_name,
        h.first_name, h.last_name, h.email_address, h.external_customer_id, h.address_country, h.locale, h.is_locked
-  FROM (SELECT DISTINCT customer_id FROM metric_customers_dirty) l
+  FROM metric_dirty_customers l
   JOIN current_facts d ON d.resource_type = 'Customer' AND d.resource_id = l.customer_id AND d.deleted
   LEFT JOIN LATERAL (SELECT h.version, h.valid_from, h.created_at, h.customer_name, h.company_name, h.first_name, h.last_name, h.email_address,
                             h.external_customer_id, h.address_country, h.locale, h.is_locked
@@ -568,7 +572,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON metric_customer_cache TO billing_loader_
 -- (metric_dirty_contracts, above, says why).
 CREATE VIEW metric_customer_versions AS
 SELECT k.* FROM metric_customer_cache k
-  LEFT JOIN (SELECT DISTINCT customer_id FROM metric_customers_dirty) d ON d.customer_id = k.customer_id
+  LEFT JOIN metric_dirty_customers d ON d.customer_id = k.customer_id
  WHERE d.customer_id IS NULL
 UNION ALL
 SELECT * FROM metric_customer_versions_live;
@@ -797,6 +801,10 @@ CREATE TABLE metric_episodes_dirty (contract_id text NOT NULL);
 CREATE INDEX metric_episodes_dirty_contract ON metric_episodes_dirty (contract_id);
 CREATE TABLE metric_dunnings_dirty (dunning_id text NOT NULL);
 CREATE INDEX metric_dunnings_dirty_dunning ON metric_dunnings_dirty (dunning_id);
+CREATE VIEW metric_dirty_episodes AS
+SELECT DISTINCT contract_id FROM metric_episodes_dirty;
+CREATE VIEW metric_dirty_dunnings AS
+SELECT DISTINCT dunning_id FROM metric_dunnings_dirty;
 -- Each PaymentEscalated and PaymentEscalationReset that names a contract, with the fields the
 -- episodes read (keys in any letter case), and each DunningCreated's DunningId: appended by the
 -- webhook trigger in the webhook's own statement, so never behind it. The episodes find a
@@ -1092,7 +1100,7 @@ SELECT e.*
   FROM (SELECT k.episode_id, k.contract_id, k.customer_id, k.started_at, k.ended_at, k.due_date, k.max_trigger_days, k.trigger_days_reached, k.outcome,
                k.duration, k.first_received_at, k.reset_received_at, k.outcome_read_at
           FROM metric_escalation_episode_cache k
-          LEFT JOIN (SELECT DISTINCT contract_id FROM metric_episodes_dirty) d ON d.contract_id = k.contract_id
+          LEFT JOIN metric_dirty_episodes d ON d.contract_id = k.contract_id
          WHERE k.cut_from <= now() AND now() < k.cut_until AND d.contract_id IS NULL
         UNION ALL
         SELECT x.*
@@ -1160,7 +1168,7 @@ WITH due AS MATERIALIZED (
   -- listed ones' computed. The listed ones are left out of the kept rows by a join on their
   -- distinct ids (metric_dirty_contracts, above, says why: about 0.1 s at 200,000 dunnings).
   SELECT k.* FROM metric_dunning_cache k
-    LEFT JOIN (SELECT DISTINCT dunning_id FROM metric_dunnings_dirty) d ON d.dunning_id = k.dunning_id
+    LEFT JOIN metric_dirty_dunnings d ON d.dunning_id = k.dunning_id
    WHERE d.dunning_id IS NULL AND COALESCE(k.document_date, k.notified_at) <= now()
   UNION ALL
   SELECT l.* FROM metric_dunning_facts_live l WHERE COALESCE(l.document_date, l.notified_at) <= now()
@@ -1180,8 +1188,8 @@ WITH due AS MATERIALIZED (
   -- against their contracts' episodes only.
   SELECT m.dunning_id, m.episode_id, m.episode_began_at, m.ended_at, m.outcome
     FROM metric_dunning_match_cache m
-   WHERE m.cut_from <= now() AND now() < m.cut_until AND m.started_at <= now()
-     AND NOT EXISTS (SELECT FROM metric_dunnings_dirty x WHERE x.dunning_id = m.dunning_id)
+    LEFT JOIN metric_dirty_dunnings x ON x.dunning_id = m.dunning_id
+   WHERE m.cut_from <= now() AND now() < m.cut_until AND m.started_at <= now() AND x.dunning_id IS NULL
      AND NOT EXISTS (SELECT FROM computed c WHERE c.contract_id = m.contract_id)
   UNION ALL
   SELECT d.dunning_id, z.episode_id, z.first_received_at, z.ended_at, z.outcome
@@ -1351,7 +1359,7 @@ SELECT (t.at AT TIME ZONE 'UTC')::date AS day,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'succeeded'), 0) AS succeeded_amount,
        COALESCE(sum(t.amount) FILTER (WHERE t.status = 'failed'), 0) AS failed_amount
   FROM (SELECT k.* FROM metric_payment_cache k
-          LEFT JOIN (SELECT DISTINCT transaction_id FROM metric_payments_dirty) d ON d.transaction_id = k.transaction_id
+          LEFT JOIN metric_dirty_payments d ON d.transaction_id = k.transaction_id
          WHERE d.transaction_id IS NULL
         UNION ALL
         SELECT * FROM metric_payment_facts_live) t

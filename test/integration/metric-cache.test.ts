@@ -493,6 +493,29 @@ describe('metric rows kept at write time', () => {
       expect(await outcomes()).toEqual([{ day: '2024-12-11', succeeded: 1, failed: 0 }]);
     });
 
+    it('a dunning moved to another contract leaves its escalation episode while it waits for the refresh', async () => {
+      const dunning = (version: number, contract: string): AppendedVersion => ({
+        type: 'Dunning', id: 'd-moves', version, at: `2024-12-1${version}T12:00:00Z`,
+        body: { Id: 'd-moves', ContractId: contract, CustomerId: 'cu-dun', DocumentDate: '2024-12-11T00:00:00Z', DunningLevel: 1 },
+      });
+      const placed = async () => (await pool.query<{ episode_id: string; contract_id: string; dunning_ids: string[] }>(
+        `SELECT episode_id, contract_id, dunning_ids FROM ${quoteIdent(schema)}.dunning_episodes WHERE 'd-moves' = ANY (dunning_ids)`,
+      )).rows;
+      await appendWebhooks(pool, schema, [
+        { id: '6f1c1c5e-0000-4000-8000-0000000000d1', event: 'PaymentEscalated', at: '2024-12-08T00:00:00Z', payload: { ContractId: 'c-dun-a', CustomerId: 'cu-dun', TriggerDays: 7, DueDate: '2024-12-01T00:00:00Z' } },
+      ]);
+      await appendVersions(pool, schema, [dunning(1, 'c-dun-a')]);
+      await refreshMetrics(pool, schema);
+      const [inEpisode] = await placed();
+      expect(inEpisode).toMatchObject({ contract_id: 'c-dun-a' });
+      expect(inEpisode!.episode_id).not.toBe('d-moves');
+      await appendVersions(pool, schema, [dunning(2, 'c-dun-b')]);
+      const alone = [{ episode_id: 'd-moves', contract_id: 'c-dun-b', dunning_ids: ['d-moves'] }];
+      expect(await placed()).toEqual(alone);
+      await refreshMetrics(pool, schema);
+      expect(await placed()).toEqual(alone);
+    });
+
     it("the dashboard's movement counts equal subscription_movements' wherever the kept counts were settled, and for a reader whose now() is before that", async () => {
       // Two plan changes of one contract on one day, at 10:00 and 14:00: one contract that day. A
       // trial followed by an Inactive phase, converting in 2100: not converted from its end until then.
