@@ -48,9 +48,12 @@ CREATE TRIGGER resource_versions_count_loaded AFTER INSERT ON resource_versions
 INSERT INTO version_load_minutes (minute, versions)
 SELECT date_trunc('minute', loaded_at, 'UTC'), count(*) FROM resource_versions GROUP BY 1;
 
-DROP INDEX resource_versions_loaded_minute;
 CREATE INDEX resource_versions_sourced_loaded_minute ON resource_versions (date_trunc('minute', loaded_at, 'UTC')) INCLUDE (loaded_at, source_event_ids)
   WHERE cardinality(source_event_ids) > 0;
 
 GRANT SELECT, INSERT, DELETE ON version_load_deltas TO billing_loader_writer;
 GRANT SELECT, INSERT, UPDATE ON version_load_minutes TO billing_loader_writer;
+
+-- Last: dropping an index locks out the table's readers until the commit, which follows at once.
+-- The statements above let them read (appends wait).
+DROP INDEX resource_versions_loaded_minute;
