@@ -519,7 +519,9 @@ describe('metric rows kept at write time', () => {
     it("the dashboard's movement counts equal subscription_movements' wherever the kept counts were settled, and for a reader whose now() is before that", async () => {
       // Two plan changes of one contract on one day, at 10:00 and 14:00: one contract that day. A
       // trial followed by an Inactive phase, converting in 2100: not converted from its end until then.
+      // Twenty histories of its own besides, so that the kept counts hold many days whatever ran before.
       await appendVersions(pool, schema, [
+        ...contractHistories(20251128, 20).flat(),
         {
           type: 'Contract', id: 'c-gap', version: 1, at: '2024-11-16T00:00:00Z',
           body: {
