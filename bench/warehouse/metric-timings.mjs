@@ -78,7 +78,7 @@ function viewForms(S, p) {
     q('payment_outcomes, 90 days', `SELECT * FROM ${S}.payment_outcomes WHERE day >= $1 AND day < $2`, RANGE),
     q('pipeline_health, last hour', `SELECT * FROM ${S}.pipeline_health WHERE minute >= now() - interval '1 hour'`),
     // The hour up to the generation's last load: what the pipeline tile reads during a backfill of that size.
-    q('pipeline_health, the hour of the latest loads', `SELECT * FROM ${S}.pipeline_health WHERE minute > (SELECT max(minute) FROM ${S}.version_load_minutes) - interval '1 hour'`),
+    q('pipeline_health, the hour of the latest loads', `SELECT * FROM ${S}.pipeline_health WHERE minute > (SELECT max(minute) FROM ${S}.version_load_minutes) - interval '1 hour' AND minute <= (SELECT max(minute) FROM ${S}.version_load_minutes)`),
     q('mrr_daily, one day', `SELECT * FROM ${S}.mrr_daily WHERE day = $1`, [p.day]),
     q('mrr_movements, 90 days', `SELECT * FROM ${S}.mrr_movements WHERE month >= $1 AND month < $2`, RANGE),
     q('mrr_monthly, reporting currency', `SELECT * FROM ${S}.mrr_monthly WHERE currency IS NULL`),
