@@ -1395,6 +1395,13 @@ CREATE TABLE metric_movement_day_cache (day date NOT NULL, movement text NOT NUL
 CREATE INDEX metric_movement_cache_counts_from ON metric_movement_cache (counts_from);
 CREATE INDEX metric_movement_cache_counts_until ON metric_movement_cache (counts_until);
 
+-- A kept movement row counts for good before `before`: it has come by then and counts without
+-- end. The one definition of "settled" for the view, the refresh's moves and the settling (a
+-- plain expression: inlined where it is called, so the index conditions stay the same).
+CREATE FUNCTION metric_movement_settled(counts_from timestamptz, counts_until timestamptz, before timestamptz) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN counts_until IS NULL AND counts_from < before;
+
 CREATE VIEW metric_movement_counts AS
 WITH settled AS (SELECT movements_settled_before AS before FROM metric_cache_state)
 SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
@@ -1403,7 +1410,7 @@ SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
     UNION ALL
     SELECT (k.at AT TIME ZONE 'UTC')::date, k.movement, -count(DISTINCT k.contract_id)
       FROM metric_movement_cache k JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
-     WHERE k.counts_until IS NULL AND k.counts_from < (SELECT before FROM settled)
+     WHERE metric_movement_settled(k.counts_from, k.counts_until, (SELECT before FROM settled))
      GROUP BY 1, 2
     UNION ALL
     SELECT (u.at AT TIME ZONE 'UTC')::date, u.movement, count(DISTINCT u.contract_id)
@@ -1417,7 +1424,7 @@ SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
                AND NOT EXISTS (SELECT FROM metric_movement_cache o
                                 WHERE o.contract_id = k.contract_id AND o.movement = k.movement
                                   AND (o.at AT TIME ZONE 'UTC')::date = (k.at AT TIME ZONE 'UTC')::date
-                                  AND o.counts_until IS NULL AND o.counts_from < (SELECT before FROM settled)
+                                  AND metric_movement_settled(o.counts_from, o.counts_until, (SELECT before FROM settled))
                                OFFSET 0)
             UNION ALL
             SELECT contract_id, movement, at FROM metric_contract_movements_live
@@ -1438,7 +1445,7 @@ BEGIN
   INSERT INTO metric_movement_day_cache AS c (day, movement, contracts)
   SELECT (k.at AT TIME ZONE 'UTC')::date, k.movement, sign * count(DISTINCT k.contract_id)
     FROM metric_movement_cache k JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
-   WHERE k.counts_until IS NULL AND k.counts_from < (SELECT movements_settled_before FROM metric_cache_state)
+   WHERE metric_movement_settled(k.counts_from, k.counts_until, (SELECT movements_settled_before FROM metric_cache_state))
    GROUP BY 1, 2
    ORDER BY 1, 2
   ON CONFLICT (day, movement) DO UPDATE SET contracts = c.contracts + EXCLUDED.contracts;
@@ -1454,7 +1461,7 @@ BEGIN
   INSERT INTO metric_movement_day_cache (day, movement, contracts)
   SELECT (at AT TIME ZONE 'UTC')::date, movement, count(DISTINCT contract_id)
     FROM metric_movement_cache
-   WHERE counts_until IS NULL AND counts_from < before
+   WHERE metric_movement_settled(counts_from, counts_until, before)
    GROUP BY 1, 2;
   UPDATE metric_cache_state SET movements_settled_before = before;
 END
