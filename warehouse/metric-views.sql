@@ -152,12 +152,12 @@ CREATE TRIGGER resource_versions_mark_metric_contracts AFTER INSERT ON resource_
 
 -- The listed contracts' distinct ids (and, below, the transactions', the customers', the
 -- dunnings' and the episode contracts': metric_dirty_*). Every view that reads kept rows leaves
--- the listed ones out by a left join on their distinct ids (WHERE id IS NULL), which is planned as a hash or merge anti-join. NOT EXISTS on a list itself,
--- which the planner expects nearly empty, runs as a rescan of the list for every kept row: at
--- 10,000,000 versions 0.1-0.15 s of subscription_movements' 562,782 kept movements, 80 ms of
--- metric_customer_versions' 250,000 customers, about 0.1 s of contract_segments read at one
--- moment (docs/BENCHMARKS.md). The join adds about 15 ms, and with 20,000 contracts listed takes
--- 0.6 of the time.
+-- the listed ones out by a left join on their distinct ids (WHERE id IS NULL), which is planned
+-- as a hash or merge anti-join. NOT EXISTS on a list itself, which the planner expects nearly
+-- empty, runs as a rescan of the list for every kept row: at 10,000,000 versions 0.1-0.15 s of
+-- subscription_movements' 562,782 kept movements, 80 ms of metric_customer_versions' 250,000
+-- customers, about 0.1 s of contract_segments read at one moment (docs/BENCHMARKS.md). The join
+-- adds about 15 ms, and with 20,000 contracts listed takes 0.6 of the time.
 CREATE VIEW metric_dirty_contracts AS
 SELECT DISTINCT contract_id FROM metric_contracts_dirty;
 CREATE VIEW metric_dirty_payments AS
