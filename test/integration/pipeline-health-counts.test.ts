@@ -1,25 +1,20 @@
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrate, migrationsDir } from '../../src/db/migrate.js';
+import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
-import { packageRoot } from '../../src/package-root.js';
 import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { appendWebhooks } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
+import { migrateAsRelease010 } from '../helpers/release-warehouse.js';
 
 const config = testConfig();
 const log = createLogger('warn');
 const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'test', log });
 const schemas: string[] = [];
-const dirs: string[] = [];
 
 afterAll(async () => {
   for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`);
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   await pool.end();
 });
 
@@ -170,15 +165,10 @@ describe('pipeline_health: versions per minute counted at write time', () => {
   });
 
   it('a warehouse migrated with history in it gets its counts from the migration', async () => {
-    // The release before the counts: the SQL files up to 0011 with that release's typed columns
-    // and metric views (test/fixtures/release-0.1.0), then today's migrate.
+    // The release before the counts, then today's migrate.
     const schema = `${config.databaseSchema}_health_fill`;
     schemas.push(schema);
-    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
-    dirs.push(dir);
-    for (const name of await readdir(migrationsDir)) if (name < '0012') await cp(join(migrationsDir, name), join(dir, name));
-    const release = join(packageRoot, 'test', 'fixtures', 'release-0.1.0');
-    await migrate(pool, { schema, log, dir, typedColumnsFile: join(release, 'typed-columns.json'), metricViewsFile: join(release, 'metric-views.sql') });
+    await migrateAsRelease010(pool, schema, log);
     for (const statement of loads(61)) await append(schema, statement);
     await migrate(pool, { schema, log });
     await compare(schema);

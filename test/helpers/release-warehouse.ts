@@ -1,0 +1,23 @@
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { migrate, migrationsDir } from '../../src/db/migrate.js';
+import type { Logger } from '../../src/log.js';
+import { packageRoot } from '../../src/package-root.js';
+
+/**
+ * Migrates `schema` as release 0.1.0 left it: the SQL files before 0012 with that release's typed
+ * columns and metric views (test/fixtures/release-0.1.0), so that a test can fill it with history
+ * and then run today's migrate on it.
+ */
+export async function migrateAsRelease010(pool: pg.Pool, schema: string, log: Logger): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+  try {
+    for (const name of await readdir(migrationsDir)) if (name < '0012') await cp(join(migrationsDir, name), join(dir, name));
+    const release = join(packageRoot, 'test', 'fixtures', 'release-0.1.0');
+    await migrate(pool, { schema, log, dir, typedColumnsFile: join(release, 'typed-columns.json'), metricViewsFile: join(release, 'metric-views.sql') });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
