@@ -1,8 +1,8 @@
-import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
+import { createRandom } from '../../src/simulator/seeded-random.js';
 import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { appendWebhooks } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
@@ -34,22 +34,21 @@ const INSERT = (schema: string) => `
 const params = (rows: readonly Loaded[]) => [rows.map((r) => r.id), rows.map((r) => r.version), rows.map((r) => r.loadedAt), rows.map((r) => `{${(r.sources ?? []).join(',')}}`)];
 
 /** Appends `rows` in one statement, in a transaction of the writer role (as one sink batch). */
-async function append(schema: string, rows: readonly Loaded[], client?: pg.PoolClient): Promise<void> {
-  const c = client ?? (await pool.connect());
+async function append(schema: string, rows: readonly Loaded[]): Promise<void> {
+  const client = await pool.connect();
   try {
-    await c.query('BEGIN');
-    await c.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
-    await c.query(INSERT(schema), params(rows));
-    await c.query('COMMIT');
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
+    await client.query(INSERT(schema), params(rows));
+    await client.query('COMMIT');
   } finally {
-    if (!client) c.release();
+    client.release();
   }
 }
 
 /** Seeded loads: versions of 30 customers over minutes 10:00-10:09 of one day, in statements of 1 to 40 rows. */
 function loads(seed: number): Loaded[][] {
-  let state = seed;
-  const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const random = createRandom(seed).next;
   const rows: Loaded[] = [];
   for (let c = 0; c < 30; c++) {
     const n = 1 + Math.floor(random() * 12);
