@@ -19,8 +19,11 @@ export interface Table {
   description: string;
   columns: Column[];
   tests?: string[];
-  /** The column `dbt source freshness` reads (its newest value), with the package's thresholds. */
-  loadedAt?: string;
+  /**
+   * How `dbt source freshness` finds the newest load, with the package's thresholds: a column
+   * whose newest value it reads, or a query that answers it.
+   */
+  loadedAt?: { field: string } | { query: string };
 }
 
 const COMMON: Record<string, string> = {
@@ -81,7 +84,9 @@ function typeTables(type: ResourceType, typed: TypedColumns): Table[] {
       description: `Every stored version of every ${label}, one row per version.`,
       columns: columns(),
       tests: ["unique_combination: { arguments: { columns: ['resource_id', 'version'] } }"],
-      ...(FRESHNESS_TYPES.has(type) ? { loadedAt: 'loaded_at' } : {}),
+      // The newest loaded_at of the type, kept at write time (migration 0024): max(loaded_at) of the
+      // view reads the whole history (4.5 s for the contracts of 10,000,000 versions).
+      ...(FRESHNESS_TYPES.has(type) ? { loadedAt: { query: `select "{{ var('billing_loader_schema') }}".latest_loaded_at('${type}')` } } : {}),
     },
     { name: `${t}_current`, description: `The latest version of each ${label} that is not deleted.`, columns: current },
     {
@@ -118,7 +123,7 @@ const SHARED_TABLES: Table[] = [
   {
     name: 'webhook_events',
     description: 'One row per webhook the ingress accepted (redeliveries with the same id once).',
-    loadedAt: 'received_at',
+    loadedAt: { field: 'received_at' },
     columns: [
       { name: 'event_id', description: 'The webhook\'s id.', tests: ['not_null', 'unique'] },
       { name: 'event', description: 'The event name (ContractCreated, PaymentFailed, ...).', tests: ['not_null'] },
@@ -413,7 +418,8 @@ function renderTables(tables: Table[]): string[] {
     if (table.tests?.length) out.push('        data_tests:', ...table.tests.map((t) => `          - ${t}`));
     if (table.loadedAt) {
       const hours = (v: string) => `{ count: "{{ var('billing_loader_freshness_${v}_after_hours') }}", period: hour }`;
-      out.push('        config:', `          loaded_at_field: ${table.loadedAt}`, '          freshness:', `            warn_after: ${hours('warn')}`, `            error_after: ${hours('error')}`);
+      const loadedAt = 'field' in table.loadedAt ? `          loaded_at_field: ${table.loadedAt.field}` : `          loaded_at_query: ${q(table.loadedAt.query)}`;
+      out.push('        config:', loadedAt, '          freshness:', `            warn_after: ${hours('warn')}`, `            error_after: ${hours('error')}`);
     }
     out.push('        columns:');
     for (const c of table.columns) {

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { quoteIdent } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createPool, quoteIdent } from '../../src/db/pool.js';
+import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/package-root.js';
 import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
 import { dbtProfile, dbtProjectDir, ensureDbt, mfQuery, pythonAvailable, runDbt, writeHostProject, type DbtDirs, type RunResults } from '../helpers/dbt.js';
@@ -315,9 +317,20 @@ describe.skipIf(!python)(`the dbt package analytics/dbt${python ? '' : ' (skippe
     );
     expect(freshResults.results.filter((r) => r.status !== 'pass')).toEqual([]);
 
-    // A warehouse whose contracts were last loaded 100 hours ago (the default error threshold is 72).
-    await copySchema(stale, ['contract_history', 'customer_history', 'invoice_history', 'payment_transaction_history', 'webhook_events']);
-    await owner.query(`UPDATE ${quoteIdent(stale)}.contract_history SET loaded_at = now() - interval '100 hours'`);
+    // A warehouse whose contracts were last loaded 100 hours ago (the default error threshold is
+    // 72), the other checked types and the webhooks now.
+    const pool = createPool({ databaseUrl: wh.databaseUrl, applicationName: 'dbt-package-test', log: createLogger('warn') });
+    try {
+      await migrate(pool, { schema: stale, log: createLogger('warn') });
+    } finally {
+      await pool.end();
+    }
+    await owner.query(
+      `INSERT INTO ${quoteIdent(stale)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset, loaded_at)
+       SELECT t, 'x', 1, now(), false, '{}', 'h', '{}', '{}', 0, 0, CASE WHEN t = 'Contract' THEN now() - interval '100 hours' ELSE now() END
+         FROM unnest(ARRAY['Contract', 'Customer', 'Invoice', 'PaymentTransaction']) AS t`,
+    );
+    await owner.query(`INSERT INTO ${quoteIdent(stale)}.webhook_events (event_id, event, received_at, payload) VALUES (gen_random_uuid(), 'ContractChanged', now(), '{}')`);
     const statusOf = async (name: string, v: Record<string, string | number>) => {
       const d = dirs(name);
       const run = await runDbt(dbt, ['source', 'freshness', ...vars({ billing_loader_schema: stale, ...v })], d);

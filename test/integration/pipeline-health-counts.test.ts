@@ -3,7 +3,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { createRandom } from '../../src/simulator/seeded-random.js';
-import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
+import { ANALYST_ROLE, WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { appendWebhooks } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
 import { migrateAsRelease010 } from '../helpers/release-warehouse.js';
@@ -20,6 +20,8 @@ afterAll(async () => {
 
 /** One version to append with its load time (loaded_at is the column pipeline_health counts by). */
 interface Loaded {
+  /** Customer unless given. */
+  type?: string;
   id: string;
   version: number;
   loadedAt: string;
@@ -28,10 +30,12 @@ interface Loaded {
 
 const INSERT = (schema: string) => `
   INSERT INTO ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset, loaded_at)
-  SELECT 'Customer', id, v, at, false, '{"DisplayName":"x"}', 'h' || ord, COALESCE(s::uuid[], '{}'), array_fill('Webhook'::text, ARRAY[cardinality(COALESCE(s::uuid[], '{}'))]), 0, ord, at
-    FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[]) WITH ORDINALITY AS x(id, v, at, s, ord)`;
+  SELECT t, id, v, at, false, '{"DisplayName":"x"}', 'h' || ord, COALESCE(s::uuid[], '{}'), array_fill('Webhook'::text, ARRAY[cardinality(COALESCE(s::uuid[], '{}'))]), 0, ord, at
+    FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[], $5::text[]) WITH ORDINALITY AS x(id, v, at, s, t, ord)`;
 
-const params = (rows: readonly Loaded[]) => [rows.map((r) => r.id), rows.map((r) => r.version), rows.map((r) => r.loadedAt), rows.map((r) => `{${(r.sources ?? []).join(',')}}`)];
+const params = (rows: readonly Loaded[]) => [
+  rows.map((r) => r.id), rows.map((r) => r.version), rows.map((r) => r.loadedAt), rows.map((r) => `{${(r.sources ?? []).join(',')}}`), rows.map((r) => r.type ?? 'Customer'),
+];
 
 /** Appends `rows` in one statement, in a transaction of the writer role (as one sink batch). */
 async function append(schema: string, rows: readonly Loaded[]): Promise<void> {
@@ -46,13 +50,13 @@ async function append(schema: string, rows: readonly Loaded[]): Promise<void> {
   }
 }
 
-/** Seeded loads: versions of 30 customers over minutes 10:00-10:09 of one day, in statements of 1 to 40 rows. */
+/** Seeded loads: versions of 30 customers and contracts over minutes 10:00-10:09 of one day, in statements of 1 to 40 rows. */
 function loads(seed: number): Loaded[][] {
   const random = createRandom(seed).next;
   const rows: Loaded[] = [];
   for (let c = 0; c < 30; c++) {
     const n = 1 + Math.floor(random() * 12);
-    for (let v = 1; v <= n; v++) rows.push({ id: `cu-${seed}-${c}`, version: v, loadedAt: new Date(Date.UTC(2025, 7, 1, 10, 0, 0) + Math.floor(random() * 600_000)).toISOString() });
+    for (let v = 1; v <= n; v++) rows.push({ type: c % 3 === 0 ? 'Contract' : 'Customer', id: `cu-${seed}-${c}`, version: v, loadedAt: new Date(Date.UTC(2025, 7, 1, 10, 0, 0) + Math.floor(random() * 600_000)).toISOString() });
   }
   const statements: Loaded[][] = [];
   for (let i = 0; i < rows.length; ) {
@@ -63,13 +67,20 @@ function loads(seed: number): Loaded[][] {
   return statements;
 }
 
-/** pipeline_health's versions per minute against the versions counted directly by their minute of loaded_at. */
+/**
+ * pipeline_health's versions per minute against the versions counted directly by their minute of
+ * loaded_at, and latest_loaded_at(type) against the latest loaded_at of the type's versions.
+ */
 async function compare(schema: string): Promise<void> {
   const s = quoteIdent(schema);
   const counted = await pool.query(`SELECT minute, versions::int FROM ${s}.pipeline_health WHERE versions > 0 ORDER BY 1`);
   const truth = await pool.query(`SELECT date_trunc('minute', loaded_at, 'UTC') AS minute, count(*)::int AS versions FROM ${s}.resource_versions GROUP BY 1 ORDER BY 1`);
   expect(truth.rows.length).toBeGreaterThan(0);
   expect(counted.rows).toEqual(truth.rows);
+  for (const type of ['Customer', 'Contract', 'Invoice']) {
+    const { rows } = await pool.query(`SELECT ${s}.latest_loaded_at($1) AS kept, (SELECT max(loaded_at) FROM ${s}.resource_versions WHERE resource_type = $1) AS truth`, [type]);
+    expect(rows[0].kept, type).toEqual(rows[0].truth);
+  }
   const [last] = (await pool.query(`SELECT minute FROM ${s}.metric_pipeline_last_minute`)).rows;
   const [latest] = (await pool.query(`SELECT max(minute) AS minute FROM ${s}.pipeline_health`)).rows;
   expect(last).toEqual(latest);
@@ -138,6 +149,24 @@ describe('pipeline_health: versions per minute counted at write time', () => {
       open.release();
     }
     await compare(schema);
+  });
+
+  it('the analyst role asks latest_loaded_at, and may not read the counts behind it', async () => {
+    const schema = `${config.databaseSchema}_health_analyst`;
+    schemas.push(schema);
+    await migrate(pool, { schema, log });
+    await append(schema, [{ id: 'one', version: 1, loadedAt: '2025-08-01T10:00:10Z' }]);
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL ROLE ${ANALYST_ROLE}`);
+      const { rows } = await client.query(`SELECT ${quoteIdent(schema)}.latest_loaded_at('Customer') AS at`);
+      expect(rows).toEqual([{ at: new Date('2025-08-01T10:00:10Z') }]);
+      await expect(client.query(`SELECT * FROM ${quoteIdent(schema)}.version_load_minutes`)).rejects.toMatchObject({ code: '42501' });
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
   });
 
   it('a range of minutes reads the versions with source events only, however many others the range holds', async () => {
