@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { quoteIdent } from '../../src/db/pool.js';
-import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
+import { asWriter } from './as-role.js';
 
 /** One version to append directly to a warehouse; `body` null is a deletion. */
 export interface AppendedVersion {
@@ -57,20 +57,4 @@ export async function appendWebhooks(pool: pg.Pool, schema: string, webhooks: re
       [webhooks.map((w) => w.id), webhooks.map((w) => w.event), webhooks.map((w) => w.at), webhooks.map((w) => JSON.stringify(w.payload))],
     ),
   );
-}
-
-/** Runs `write` in one transaction of the writer role (as the sink writes), committed, or rolled back on an error. */
-async function asWriter(pool: pg.Pool, write: (client: pg.PoolClient) => Promise<unknown>): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
-    await write(client);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
 }

@@ -2,8 +2,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
-import { ANALYST_ROLE, WRITER_ROLE } from '../../src/warehouse/resource-types.js';
+import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
+import { asAnalyst } from '../helpers/as-role.js';
 import { testConfig } from '../helpers/environment.js';
 import { migrateAsRelease010 } from '../helpers/release-warehouse.js';
 
@@ -125,17 +126,11 @@ describe('contract_counts_as_of: contracts by status and plan at a moment, from 
     schemas.push(schema);
     await migrate(pool, { schema, log });
     await load(schema, 21);
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL ROLE ${ANALYST_ROLE}`);
+    await asAnalyst(pool, async (client) => {
       const { rows } = await client.query(`SELECT sum(contracts)::int AS n FROM ${quoteIdent(schema)}.contract_counts_as_of('infinity')`);
       expect(rows[0].n).toBeGreaterThan(0);
       await expect(client.query(`SELECT * FROM ${quoteIdent(schema)}.contract_state_days`)).rejects.toMatchObject({ code: '42501' });
-      await client.query('ROLLBACK');
-    } finally {
-      client.release();
-    }
+    });
   });
 
   it('a warehouse migrated with history in it gets its counts from the migration', async () => {

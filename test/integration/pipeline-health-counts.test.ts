@@ -3,8 +3,9 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { createRandom } from '../../src/simulator/seeded-random.js';
-import { ANALYST_ROLE, WRITER_ROLE } from '../../src/warehouse/resource-types.js';
+import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { appendWebhooks } from '../helpers/append-versions.js';
+import { asAnalyst, asWriter } from '../helpers/as-role.js';
 import { testConfig } from '../helpers/environment.js';
 import { migrateAsRelease010 } from '../helpers/release-warehouse.js';
 
@@ -39,15 +40,7 @@ const params = (rows: readonly Loaded[]) => [
 
 /** Appends `rows` in one statement, in a transaction of the writer role (as one sink batch). */
 async function append(schema: string, rows: readonly Loaded[]): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
-    await client.query(INSERT(schema), params(rows));
-    await client.query('COMMIT');
-  } finally {
-    client.release();
-  }
+  await asWriter(pool, (client) => client.query(INSERT(schema), params(rows)));
 }
 
 /** Seeded loads: versions of 30 customers and contracts over minutes 10:00-10:09 of one day, in statements of 1 to 40 rows. */
@@ -156,17 +149,11 @@ describe('pipeline_health: versions per minute counted at write time', () => {
     schemas.push(schema);
     await migrate(pool, { schema, log });
     await append(schema, [{ id: 'one', version: 1, loadedAt: '2025-08-01T10:00:10Z' }]);
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL ROLE ${ANALYST_ROLE}`);
+    await asAnalyst(pool, async (client) => {
       const { rows } = await client.query(`SELECT ${quoteIdent(schema)}.latest_loaded_at('Customer') AS at`);
       expect(rows).toEqual([{ at: new Date('2025-08-01T10:00:10Z') }]);
       await expect(client.query(`SELECT * FROM ${quoteIdent(schema)}.version_load_minutes`)).rejects.toMatchObject({ code: '42501' });
-      await client.query('ROLLBACK');
-    } finally {
-      client.release();
-    }
+    });
   });
 
   it('a range of minutes reads the versions with source events only, however many others the range holds', async () => {

@@ -7,7 +7,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { METRIC_VIEWS } from '../../src/warehouse/metric-views.js';
-import { ANALYST_ROLE } from '../../src/warehouse/resource-types.js';
+import { asAnalyst } from '../helpers/as-role.js';
 import { loadTypedColumns } from '../../src/warehouse/typed-columns.js';
 import { testConfig } from '../helpers/environment.js';
 import { cancelledContracts, dailyCounts, date, datedMovements, escalationEpisodes, field, lifecycles, paymentOutcomes, trialCohorts, type CohortRow, type PaymentRow } from '../helpers/metric-truth.js';
@@ -37,18 +37,7 @@ function hasEndDate(body: unknown): boolean {
   return Object.entries(b).some(([k, v]) => k.toLowerCase() === 'enddate' && v !== null && v !== undefined);
 }
 
-async function asAnalyst(db: pg.Pool, sql: string): Promise<Record<string, unknown>[]> {
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL ROLE ${ANALYST_ROLE}`);
-    const { rows } = await client.query(sql);
-    await client.query('ROLLBACK');
-    return rows;
-  } finally {
-    client.release();
-  }
-}
+const analystRows = (db: pg.Pool, sql: string): Promise<Record<string, unknown>[]> => asAnalyst(db, async (client) => (await client.query(sql)).rows);
 
 describe('metric views on a crafted history', () => {
   let offset = 0;
@@ -462,7 +451,7 @@ describe('metric views on a crafted history', () => {
       'contract_segments',
     ]);
     for (const view of METRIC_VIEWS) {
-      const rows = await asAnalyst(pool, `SELECT count(*)::int AS n FROM ${s}.${quoteIdent(view)}`);
+      const rows = await analystRows(pool, `SELECT count(*)::int AS n FROM ${s}.${quoteIdent(view)}`);
       // These webhooks name no plan variant: the MRR views have rows on the sandbox scenario (below).
       if (view.startsWith('mrr_')) expect(rows[0]!.n, view).toBe(0);
       else expect(rows[0]!.n, view).toBeGreaterThan(0);
@@ -531,7 +520,7 @@ describe('metric views on the sandbox scenario, row by row against the sandbox\'
 
   it('every view has rows, and the analyst role can read each', async () => {
     for (const view of METRIC_VIEWS) {
-      const rows = await asAnalyst(db, `SELECT count(*)::int AS n FROM ${w}.${quoteIdent(view)}`);
+      const rows = await analystRows(db, `SELECT count(*)::int AS n FROM ${w}.${quoteIdent(view)}`);
       expect(rows[0]!.n, view).toBeGreaterThan(0);
     }
   });
