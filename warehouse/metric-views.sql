@@ -465,6 +465,13 @@ WINDOW w AS (PARTITION BY g.plan_id ORDER BY g.day);
 -- New paying business is new + trial_conversion; a trial that never paid is never churn. From
 -- the kept movements (metric_movement_cache) and the listed contracts' live ones (the listed
 -- ones left out of the kept rows by a join on their distinct ids: metric_dirty_contracts, above).
+-- A movement row counts at `at`: it has come and has not stopped counting. The one definition for
+-- subscription_movements and metric_movement_counts (a plain expression: inlined where it is
+-- called, so the plans and index conditions are those of the expression written out).
+CREATE FUNCTION metric_movement_counts_at(counts_from timestamptz, counts_until timestamptz, "at" timestamptz) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN counts_from <= "at" AND (counts_until IS NULL OR "at" < counts_until);
+
 CREATE VIEW subscription_movements AS
 WITH movements AS (
   SELECT k.contract_id, k.movement, k.at, k.counts_from, k.counts_until
@@ -478,7 +485,7 @@ SELECT (at AT TIME ZONE 'UTC')::date AS day,
        count(DISTINCT contract_id) AS contracts,
        array_agg(DISTINCT contract_id ORDER BY contract_id) AS contract_ids
   FROM movements
- WHERE counts_from <= now() AND (counts_until IS NULL OR now() < counts_until)
+ WHERE metric_movement_counts_at(counts_from, counts_until, now())
  GROUP BY 1, 2;
 -- Contracts that started with a trial, by UTC month of the trial's start, for trials started by
 -- now; converted: those with a converted_at (metric_contract_lifecycle, the same conversions as
@@ -1153,6 +1160,12 @@ CREATE TABLE metric_dunning_match_cache (dunning_id text NOT NULL, contract_id t
                                          episode_id text NOT NULL, episode_began_at timestamptz, started_at timestamptz, ended_at timestamptz, outcome text);
 CREATE INDEX metric_dunning_match_cache_dunning ON metric_dunning_match_cache (dunning_id);
 CREATE INDEX metric_dunning_match_cache_contract ON metric_dunning_match_cache (contract_id);
+-- The rule both sides match by, the refresh's kept matches and dunning_episodes' matches at the
+-- read: an episode begun by the time the service told of the dunning and not reset by then (a
+-- plain expression: inlined where it is called).
+CREATE FUNCTION metric_dunning_in_episode(notified_at timestamptz, first_received_at timestamptz, reset_received_at timestamptz) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN first_received_at <= notified_at AND (reset_received_at IS NULL OR notified_at < reset_received_at);
 
 -- A dunning episode: the dunning documents of a contract issued during one of its escalation
 -- episodes (episode_id is that episode's), or one dunning issued outside any (episode_id is its
@@ -1195,7 +1208,7 @@ WITH due AS MATERIALIZED (
   SELECT d.dunning_id, z.episode_id, z.first_received_at, z.ended_at, z.outcome
     FROM matched_here d
     JOIN (SELECT * FROM metric_escalation_episodes WHERE contract_id = ANY (ARRAY(SELECT contract_id FROM matched_here))) z
-      ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at)
+      ON z.contract_id = d.contract_id AND metric_dunning_in_episode(d.notified_at, z.first_received_at, z.reset_received_at)
 ), latest AS (
   -- Of those, the latest begun: the episode the dunning was issued in.
   SELECT DISTINCT ON (c.dunning_id) c.* FROM candidates c ORDER BY c.dunning_id, c.episode_began_at DESC
@@ -1316,8 +1329,7 @@ BEGIN
           UNION
           SELECT dunning_id FROM metric_dunnings_dirty) r
     JOIN metric_dunning_cache d ON d.dunning_id = r.dunning_id
-    JOIN metric_escalation_episode_cache z ON z.contract_id = d.contract_id AND z.first_received_at <= d.notified_at
-                                          AND (z.reset_received_at IS NULL OR d.notified_at < z.reset_received_at);
+    JOIN metric_escalation_episode_cache z ON z.contract_id = d.contract_id AND metric_dunning_in_episode(d.notified_at, z.first_received_at, z.reset_received_at);
   DELETE FROM metric_dunnings_dirty WHERE ctid = ANY (seen_dunnings);
   RETURN n;
 END
@@ -1418,7 +1430,7 @@ SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
               FROM metric_movement_cache k LEFT JOIN metric_dirty_contracts d ON d.contract_id = k.contract_id
              WHERE d.contract_id IS NULL
                AND (k.counts_from >= (SELECT before FROM settled) OR k.counts_until > (SELECT before FROM settled))
-               AND k.counts_from <= now() AND (k.counts_until IS NULL OR now() < k.counts_until)
+               AND metric_movement_counts_at(k.counts_from, k.counts_until, now())
                -- Looked up by the contract's index for each of these few rows (OFFSET 0 keeps the
                -- planner from making it a hash anti-join over every settled row: 0.36 s at 10 M).
                AND NOT EXISTS (SELECT FROM metric_movement_cache o
@@ -1428,7 +1440,7 @@ SELECT x.day, x.movement, sum(x.contracts)::bigint AS contracts
                                OFFSET 0)
             UNION ALL
             SELECT contract_id, movement, at FROM metric_contract_movements_live
-             WHERE counts_from <= now() AND (counts_until IS NULL OR now() < counts_until)) u
+             WHERE metric_movement_counts_at(counts_from, counts_until, now())) u
      GROUP BY 1, 2
   ) x
  WHERE (SELECT before FROM settled) <= now()
