@@ -11,7 +11,7 @@
 //    variant and quantity, customers under the ids the contracts name, the catalog's 24 plan
 //    variants with their price changes, fx_rates and escalation webhooks (generateCatalogAndReference);
 //    then ANALYZE. The derived
-//    tables (version_facts, current_facts, contract_state_days) are filled afterwards in one
+//    tables (closed_version_facts, current_facts, contract_state_days) are filled afterwards in one
 //    set-based pass per type with the triggers' own expressions, about three times faster than
 //    the triggers' per-statement work at this volume; --through-triggers generates through the
 //    triggers instead (the two give the same tables);
@@ -204,27 +204,27 @@ async function createTemplates(target) {
 
 const TRIGGERS = ['resource_versions_append_version_facts'];
 
-/** The derived tables of a history written with their trigger off: migrations 0005's, 0010's and 0012's fills, with the trigger's field extraction. */
+/** The derived tables of a history written with their trigger off: migrations 0005's, 0010's, 0012's and 0025's fills, with the trigger's field extraction. */
 async function fillDerivedTables() {
   for (const type of [...TYPES, 'PlanVariant']) {
     await pool.query(
-      `INSERT INTO ${S}.version_facts (resource_type, resource_id, version, valid_from, valid_to, deleted, fields)
-       SELECT a.resource_type, a.resource_id, a.version, a.fetched_at,
-              lead(a.fetched_at) OVER (PARTITION BY a.resource_type, a.resource_id ORDER BY a.version),
-              a.deleted, x.fields
-         FROM ${S}.resource_versions a
-         LEFT JOIN ${S}.version_facts_keys k ON k.resource_type = a.resource_type
-         LEFT JOIN LATERAL (SELECT jsonb_object_agg(lower(e.key), e.value ORDER BY e.key DESC) AS fields
-                              FROM jsonb_each(CASE WHEN k.keys IS NOT NULL AND jsonb_typeof(a.body) = 'object' THEN a.body END) AS e
-                             WHERE lower(e.key) = ANY (k.keys)) x ON true
-        WHERE a.resource_type = $1`,
+      `WITH f AS (
+         SELECT a.resource_type, a.resource_id, a.version, a.fetched_at AS valid_from,
+                lead(a.fetched_at) OVER (PARTITION BY a.resource_type, a.resource_id ORDER BY a.version) AS valid_to,
+                a.deleted, x.fields
+           FROM ${S}.resource_versions a
+           LEFT JOIN ${S}.version_facts_keys k ON k.resource_type = a.resource_type
+           LEFT JOIN LATERAL (SELECT jsonb_object_agg(lower(e.key), e.value ORDER BY e.key DESC) AS fields
+                                FROM jsonb_each(CASE WHEN k.keys IS NOT NULL AND jsonb_typeof(a.body) = 'object' THEN a.body END) AS e
+                               WHERE lower(e.key) = ANY (k.keys)) x ON true
+          WHERE a.resource_type = $1),
+       closed AS (INSERT INTO ${S}.closed_version_facts SELECT * FROM f WHERE valid_to IS NOT NULL)
+       INSERT INTO ${S}.current_facts (resource_type, resource_id, version, valid_from, deleted, fields)
+       SELECT resource_type, resource_id, version, valid_from, deleted, fields FROM f WHERE valid_to IS NULL`,
       [type],
     );
-    say(`filled version_facts of ${type}`);
+    say(`filled closed_version_facts and current_facts of ${type}`);
   }
-  await pool.query(`INSERT INTO ${S}.current_facts (resource_type, resource_id, version, valid_from, deleted, fields)
-    SELECT resource_type, resource_id, version, valid_from, deleted, fields FROM ${S}.version_facts WHERE valid_to IS NULL`);
-  say('filled current_facts');
   await pool.query(`INSERT INTO ${S}.contract_state_days (day, status, plan_id, delta) SELECT * FROM ${S}.contract_state_days_from_facts()`);
   say('filled contract_state_days');
 }
@@ -318,11 +318,11 @@ async function generate() {
   // Statistics before the refresh, as a sink's refresh finds them (autovacuum analyzes a table
   // growing by appends): planned on tables never analyzed, the refresh once spent over eight
   // minutes on the dunnings' kept rows at 1,000,000 versions (28 s in all once analyzed).
-  for (const table of ['version_facts', 'current_facts', 'webhook_events']) await pool.query(`ANALYZE ${S}.${table}`);
+  for (const table of ['closed_version_facts', 'current_facts', 'webhook_events']) await pool.query(`ANALYZE ${S}.${table}`);
   await refreshKept();
   const ms = performance.now() - started;
   await pool.query(`VACUUM ANALYZE ${S}.resource_versions`);
-  await pool.query(`VACUUM ANALYZE ${S}.version_facts`);
+  await pool.query(`VACUUM ANALYZE ${S}.closed_version_facts`);
   await pool.query(`VACUUM ANALYZE ${S}.current_facts`);
   const { rows } = await pool.query(
     `SELECT count(*)::bigint AS versions, avg(octet_length(body::text))::int AS body_bytes, pg_size_pretty(pg_total_relation_size('${schema}.resource_versions')) AS size FROM ${S}.resource_versions`,

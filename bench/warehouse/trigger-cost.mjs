@@ -7,13 +7,11 @@
 // N contracts get V versions each (defaults 10,000 x 4), appended to a fresh warehouse in
 // INSERT ... SELECT statements of S rows (default 1,000; all versions of one number before the
 // next, as a sink appends in order), timed whole. Each run times, alternated, in a fresh schema
-// each: the trigger as migrated ("shipped"); the same with 0012's extraction of the fields
-// ("0012 extraction": jsonb_object_keys, then body -> key per matching key); and the facts trigger
-// disabled ("no facts trigger", the listing triggers still on). Prints the median of each and the
+// each: the trigger as migrated ("shipped") and the facts trigger disabled ("no facts trigger",
+// the listing triggers still on). Prints the median of each and the
 // ratios to the shipped one, then a JSON summary on stdout. Contract bodies carry the documented
 // fields, phases and custom fields, about 2 KB as JSON text, as the generated warehouses' do: over
 // PostgreSQL's compression threshold, so stored compressed (both sizes are printed).
-import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -21,7 +19,6 @@ import { configWithLocalStack } from '../../dist/cli/cli-config.js';
 import { migrate } from '../../dist/db/migrate.js';
 import { createPool, quoteIdent } from '../../dist/db/pool.js';
 import { createLogger } from '../../dist/log.js';
-import { packageRoot } from '../../dist/package-root.js';
 import { median } from './metric-timings.mjs';
 
 const { values: args } = parseArgs({
@@ -43,15 +40,6 @@ const log = createLogger(config.logLevel);
 const pool = createPool({ databaseUrl: config.databaseUrl, applicationName: 'bench-trigger-cost', log, max: 2 });
 const prefix = `benchtrig_${process.pid}`;
 const source = `${prefix}_src`;
-
-/** The append_version_facts() of migration 0012, as it was before the fields were read once per body. */
-function extraction0012() {
-  const sql = readFileSync(`${packageRoot}/migrations/0012_heads_and_contract_counts.sql`, 'utf8');
-  const start = sql.indexOf('CREATE OR REPLACE FUNCTION append_version_facts()');
-  const end = sql.indexOf('$$;', start) + 3;
-  if (start < 0 || end < 3) throw new Error('migration 0012 has no append_version_facts()');
-  return sql.slice(start, end);
-}
 
 const words = ['annual', 'monthly', 'premium', 'seat', 'discount', 'reseller', 'invoice', 'Berlin', 'Zürich', 'support', 'tier', 'renewal'];
 /** Version v of contract c: the documented fields, phases, and custom fields: about 2 KB as text. */
@@ -118,10 +106,7 @@ async function appendAll(variant, run) {
   await migrate(pool, { schema, log });
   const client = await pool.connect();
   try {
-    await client.query(`SET search_path TO ${S}`);
-    if (variant.sql) await client.query(variant.sql);
     if (variant.off) await client.query(`ALTER TABLE ${S}.resource_versions DISABLE TRIGGER resource_versions_append_version_facts`);
-    await client.query(`RESET search_path`);
     await client.query(`VACUUM ANALYZE ${S}.resource_versions`);
     const started = performance.now();
     for (let from = 0; from < CONTRACTS * VERSIONS; from += STATEMENT) {
@@ -141,7 +126,6 @@ async function appendAll(variant, run) {
 
 const variants = [
   { key: 'shipped', name: 'shipped' },
-  { key: 'extraction0012', name: '0012 extraction', sql: extraction0012() },
   { key: 'nofacts', name: 'no facts trigger', off: true },
 ];
 say(`${CONTRACTS} contracts x ${VERSIONS} versions in statements of ${STATEMENT}, ${RUNS} runs; ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`);

@@ -21,7 +21,7 @@ export const DERIVED_OBJECTS_TABLE = 'schema_derived_objects';
  * Bumped when the way the objects are applied changes without their text changing (a grant,
  * say), so that every warehouse applies them once more.
  */
-const APPLY_REVISION = '1';
+const APPLY_REVISION = '2';
 
 /** The definitions' checksums are taken with this schema name in place of the real one: a rebuild's renamed schema keeps them. */
 const ANY_SCHEMA = 'schema';

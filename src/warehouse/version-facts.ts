@@ -36,7 +36,8 @@ const CHUNK_ROWS = 50_000;
 /**
  * Inside the caller's transaction (migrate's analyst step): writes the key lists of `typed` and
  * the metric views to version_facts_keys (which the append trigger reads) and re-extracts the
- * stored fields (version_facts', then current_facts' from them, and for contracts the counts of
+ * stored fields (closed_version_facts' and current_facts', or version_facts' and then
+ * current_facts' from them in a warehouse before migration 0025, and for contracts the counts of
  * contract_state_days) of every type whose list changed (all of them after migration 0005 on a
  * non-empty warehouse), whole resources at a time with a progress line each. Appends wait
  * meanwhile (SHARE lock), so no version is appended with the old list after its re-extraction.
@@ -50,6 +51,10 @@ export async function refreshVersionFacts(client: pg.PoolClient, schema: string,
   const changed = RESOURCE_TYPES.filter((t) => recorded.get(t) !== keys[t].join('\u0000'));
   if (changed.length === 0) return [];
   await client.query(`LOCK TABLE ${s}.resource_versions IN SHARE MODE`);
+  // Since migration 0025 the facts are two tables, the closed versions' and the latest's, and
+  // version_facts a view of both; a warehouse migrated from an older release's files has the one table.
+  const split = (await client.query(`SELECT to_regclass($1) AS t`, [`${s}.closed_version_facts`])).rows[0].t !== null;
+  const tables = split ? ['closed_version_facts', 'current_facts'] : ['version_facts'];
   for (const type of changed) {
     await client.query(
       `INSERT INTO ${s}.version_facts_keys (resource_type, keys) VALUES ($1, $2) ON CONFLICT (resource_type) DO UPDATE SET keys = EXCLUDED.keys`,
@@ -66,25 +71,29 @@ export async function refreshVersionFacts(client: pg.PoolClient, schema: string,
       );
       const upTo = bound.rows[0]?.id;
       if (upTo === null || upTo === undefined) break;
-      const updated = await client.query(
-        `UPDATE ${s}.version_facts f SET fields = ${s}.version_fact_fields($4, r.body)
-           FROM ${s}.resource_versions r
-          WHERE f.resource_type = $1 AND f.resource_id > $2 AND f.resource_id <= $3
-            AND r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version`,
-        [type, after, upTo, keys[type]],
-      );
-      done += updated.rowCount ?? 0;
+      for (const table of tables) {
+        const updated = await client.query(
+          `UPDATE ${s}.${table} f SET fields = ${s}.version_fact_fields($4, r.body)
+             FROM ${s}.resource_versions r
+            WHERE f.resource_type = $1 AND f.resource_id > $2 AND f.resource_id <= $3
+              AND r.resource_type = f.resource_type AND r.resource_id = f.resource_id AND r.version = f.version`,
+          [type, after, upTo, keys[type]],
+        );
+        done += updated.rowCount ?? 0;
+      }
       after = upTo;
       log.info('version facts re-extracted', { schema, resourceType: type, versions: done, of: total });
     }
-    await client.query(
-      `UPDATE ${s}.current_facts c SET fields = f.fields
-         FROM ${s}.version_facts f
-        WHERE c.resource_type = $1
-          AND f.resource_type = c.resource_type AND f.resource_id = c.resource_id AND f.version = c.version
-          AND c.fields IS DISTINCT FROM f.fields`,
-      [type],
-    );
+    if (!split) {
+      await client.query(
+        `UPDATE ${s}.current_facts c SET fields = f.fields
+           FROM ${s}.version_facts f
+          WHERE c.resource_type = $1
+            AND f.resource_type = c.resource_type AND f.resource_id = c.resource_id AND f.version = c.version
+            AND c.fields IS DISTINCT FROM f.fields`,
+        [type],
+      );
+    }
     // The contract counts are keyed by two of these fields: count them again from the new ones
     // (when migrated from a directory of an older release's files, there are none to count).
     if (type === 'Contract' && (await client.query(`SELECT to_regclass($1) AS t`, [`${s}.contract_state_days`])).rows[0].t !== null) {

@@ -7,6 +7,7 @@ import { migrationChecksum } from '../../src/db/migration-checksum.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { typedColumnsFile } from '../../src/warehouse/typed-columns.js';
+import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
 import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
 import { testConfig } from '../helpers/environment.js';
 
@@ -178,6 +179,56 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     const expected = (await latestFacts(schema)).map(({ fields: _, ...rest }) => rest);
     expect(heads.rows).toEqual(expected);
     expect(latest.rows).toEqual(expected);
+  });
+
+  it('an append writes each version\'s facts once: the head a newer version closes is moved, not rewritten', async () => {
+    // A closed head rewritten in place is a second row version with an entry in every index of
+    // the facts (valid_to is indexed, so the update is never HOT): the largest part of what the
+    // facts cost the sink after the extraction (docs/BENCHMARKS.md, "The sink against plain COPY").
+    const schema = await freshWarehouse('once');
+    const s = quoteIdent(schema);
+    await append(schema, [contract('a', 1, 1), contract('b', 1, 1), contract('c', 1, 1)]);
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
+      // This backend's counts not yet reported include its earlier transactions': the difference.
+      const counts = async () =>
+        (
+          await client.query<{ relname: string; inserted: number; updated: number }>(
+            `SELECT relname, n_tup_ins::int AS inserted, n_tup_upd::int AS updated FROM pg_stat_xact_user_tables
+              WHERE schemaname = $1 AND relname LIKE '%version_facts' ORDER BY 1`,
+            [schema],
+          )
+        ).rows;
+      const before = new Map((await counts()).map((r) => [r.relname, r]));
+      await client.query(
+        `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
+         VALUES ('Contract', 'a', 2, '2025-01-02', false, '{"PlanId": "p-2"}', 'h-a2', '{}', '{}', 0, 10), ('Contract', 'a', 3, '2025-01-03', false, '{"PlanId": "p-3"}', 'h-a3', '{}', '{}', 0, 11),
+                ('Contract', 'b', 2, '2025-01-04', true, NULL, 'h-b2', '{}', '{}', 0, 12)`,
+      );
+      const written = (await counts()).map((r) => ({
+        relname: r.relname,
+        inserted: r.inserted - (before.get(r.relname)?.inserted ?? 0),
+        updated: r.updated - (before.get(r.relname)?.updated ?? 0),
+      }));
+      // a's versions 1 and 2 and b's version 1 are closed: three rows written, none rewritten.
+      expect(written).toEqual([{ relname: 'closed_version_facts', inserted: 3, updated: 0 }]);
+      await client.query('COMMIT');
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
+    const rows = (await facts(schema, 'Contract')).map((r) => [r.resource_id, r.version, r.valid_to?.slice(0, 10) ?? null, r.deleted]);
+    expect(rows).toEqual([
+      ['a', 1, '2025-01-02', false],
+      ['a', 2, '2025-01-03', false],
+      ['a', 3, null, false],
+      ['b', 1, '2025-01-04', false],
+      ['b', 2, null, true],
+      ['c', 1, null, false],
+    ]);
+    expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
   });
 
   it('migrating a warehouse that already holds versions fills their facts', async () => {

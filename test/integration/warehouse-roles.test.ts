@@ -97,8 +97,8 @@ describe('warehouse roles', () => {
     const views = await pool.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.views WHERE table_schema = $1 ORDER BY 1`, [config.databaseSchema]);
     const metricViews = (await loadMetricViewsSql()).views;
     const expected = ['resource_latest', 'typed_column_errors', ...RESOURCE_TYPES.flatMap((t) => [historyView(t), currentView(t), changesView(t)]), ...metricViews].sort();
-    // resource_heads: the writer's view of current_facts, not the analyst's.
-    expect(views.rows.map((r) => r.name)).toEqual([...expected, 'resource_heads'].sort());
+    // resource_heads and version_facts: the writer's views of current_facts and of every version's facts, not the analyst's.
+    expect(views.rows.map((r) => r.name)).toEqual([...expected, 'resource_heads', 'version_facts'].sort());
     const tables = await pool.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') ORDER BY 1`, [config.databaseSchema]);
     // The metric rows kept at write time (metric_*: warehouse/metric-views.sql) are read through the metric views only.
     const kept = [
@@ -108,7 +108,7 @@ describe('warehouse roles', () => {
       'metric_segment_cache', 'metric_unread_customer_cache', 'metric_variants_dirty',
     ];
     expect(tables.rows.map((r) => r.name)).toEqual(
-      ['contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'fx_rates', ...kept, 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'version_load_deltas', 'version_load_minutes', 'webhook_events'],
+      ['closed_version_facts', 'contract_state_days', 'contract_state_deltas', 'current_facts', 'dead_letters', 'fx_rates', ...kept, 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts_keys', 'version_load_deltas', 'version_load_minutes', 'webhook_events'],
     );
     await as(ANALYST_ROLE, async (q) => {
       for (const v of expected) await q(`SELECT * FROM ${s}.${quoteIdent(v)} LIMIT 1`);
@@ -120,7 +120,7 @@ describe('warehouse roles', () => {
       await q(`INSERT INTO ${s}.fx_rates VALUES ('EUR', '2025-01-01', 1)`);
       await q(`DELETE FROM ${s}.fx_rates`);
       const denied = { code: '42501' };
-      for (const table of ['contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'version_load_deltas', 'version_load_minutes', ...kept]) {
+      for (const table of ['closed_version_facts', 'contract_state_days', 'contract_state_deltas', 'current_facts', 'resource_heads', 'resource_versions', 'schema_derived_objects', 'schema_migrations', 'version_facts', 'version_facts_keys', 'version_load_deltas', 'version_load_minutes', ...kept]) {
         await expect(q(`SELECT * FROM ${s}.${table}`), table).rejects.toMatchObject(denied);
       }
       await expect(q(`INSERT INTO ${s}.resource_heads VALUES ('Contract', 'x', 1, now(), false)`)).rejects.toMatchObject(denied);
