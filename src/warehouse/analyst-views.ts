@@ -110,6 +110,10 @@ function sameUpToCase(a: string, b: string, folding: boolean): string {
  * time and drops the part, its rows unread. It proves it only for a member of a UNION ALL
  * (constraint_exclusion's default, `partition`, checks appendrel members), hence the empty second
  * member beside the key list and beside the body diff.
+ *
+ * An earlier version always has a valid_to, so the previous version's condition says so: in
+ * version_facts' part of the latest versions (current_facts, valid_to NULL) it is constant false,
+ * and PostgreSQL drops that part from the lookup instead of probing it once per version.
  */
 function changesSql(type: ResourceType, keys: readonly string[], folding: boolean): string {
   const fields = (body: string) => `SELECT lower(e.key) AS k, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(${body}) = 'object' THEN ${body} END) e`;
@@ -124,7 +128,7 @@ function changesSql(type: ResourceType, keys: readonly string[], folding: boolea
        r.source_events[1] AS source_event
   FROM version_facts f
   JOIN LATERAL (SELECT p.fields FROM version_facts p
-                 WHERE p.resource_type = f.resource_type AND p.resource_id = f.resource_id AND p.version < f.version
+                 WHERE p.resource_type = f.resource_type AND p.resource_id = f.resource_id AND p.version < f.version AND p.valid_to IS NOT NULL
                  ORDER BY p.version DESC LIMIT 1) prev ON true
   CROSS JOIN LATERAL (SELECT k.field, prev.fields -> k.field AS old_value, f.fields -> k.field AS new_value
                         FROM (SELECT unnest(${keyList}) AS field
