@@ -165,9 +165,9 @@ SELECT DISTINCT transaction_id FROM metric_payments_dirty;
 
 -- The cancellations and reactivations of every contract that ever had a version showing an
 -- EndDate or an Ended status: every movement has one at one end (the version itself for a
--- cancellation, the one before for a reactivation). The partial index version_facts_contract_ends
--- (migration 0015) lists exactly those versions. The test is on the raw value (any string): the
--- parsing decides.
+-- cancellation, the one before for a reactivation). The partial indexes
+-- closed_version_facts_contract_ends and current_facts_contract_ends (migrations 0015 and 0025)
+-- list exactly those versions. The test is on the raw value (any string): the parsing decides.
 CREATE VIEW metric_contract_transitions AS
 SELECT t.contract_id, t.movement, t.at
   FROM metric_contract_transitions_in(ARRAY(SELECT DISTINCT f.resource_id FROM version_facts f

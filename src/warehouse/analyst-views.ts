@@ -197,9 +197,11 @@ const LATEST_FINITE = '294276-12-31 23:59:59.999999+00';
 /**
  * The state of every resource of the type at `at`: the versions whose interval [valid_from,
  * valid_to) contains it, deleted ones left out. The end is stated as `COALESCE(valid_to,
- * 'infinity') > at`, the expression of version_facts_valid_to (migration 0011), so the planner
- * reads whichever is smaller: the versions begun by `at` (version_facts_valid_from) or those still
- * open at it (version_facts_valid_to); `at` is capped at the greatest finite time so that the
+ * 'infinity') > at`, the expression of closed_version_facts_valid_to (migration 0011), so the
+ * planner reads whichever is smaller: the closed versions begun by `at`
+ * (closed_version_facts_valid_from) or those still open at it (closed_version_facts_valid_to); the
+ * latest versions begun by `at` come from current_facts_valid_from (0025), their valid_to NULL,
+ * which the expression makes infinity. `at` is capped at the greatest finite time so that the
  * current versions, open to infinity, are the state at infinity.
  * A SQL-standard body: bound to the views when created (no search_path at call time, and a
  * rebuild's schema rename keeps it working) and inlined into the caller's query, so a filter on
