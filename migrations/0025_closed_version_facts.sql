@@ -18,7 +18,8 @@
 -- The analyst views and functions and the metric views are bound to the table they were created
 -- on, so they are dropped here and created again on the view by the same `migrate`, right after
 -- this file (src/warehouse/migrate-derived.ts). 0012's two functions are bound the same way and
--- are created again below, unchanged.
+-- are created again below, unchanged. A view of another schema over them stops the migration
+-- before anything is dropped.
 
 ALTER TABLE version_facts RENAME TO closed_version_facts;
 ALTER INDEX version_facts_pkey RENAME TO closed_version_facts_pkey;
@@ -30,6 +31,29 @@ DO $$
 DECLARE
   o text;
 BEGIN
+  -- What depends on the table, directly or through each other: views (their rewrite rules) and
+  -- SQL-standard functions. Only this schema's derived objects may go: a view of another schema
+  -- over them (a dbt model built as a view, say) would be dropped with them, so the migration
+  -- stops and names it instead, as migrate does when a view it re-creates has dependents.
+  WITH RECURSIVE bound(cls, oid) AS (
+    SELECT 'pg_class'::regclass, 'closed_version_facts'::regclass::oid
+    UNION
+    SELECT CASE WHEN d.classid = 'pg_rewrite'::regclass THEN 'pg_class'::regclass ELSE 'pg_proc'::regclass END,
+           COALESCE(r.ev_class, d.objid)
+      FROM bound b
+      JOIN pg_depend d ON d.refclassid = b.cls AND d.refobjid = b.oid AND d.deptype = 'n'
+                      AND d.classid IN ('pg_rewrite'::regclass, 'pg_proc'::regclass)
+      LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
+  )
+  SELECT string_agg(COALESCE(c.oid::regclass::text, p.oid::regprocedure::text), ', ') INTO o
+    FROM bound b
+    LEFT JOIN pg_class c ON b.cls = 'pg_class'::regclass AND c.oid = b.oid
+    LEFT JOIN pg_proc p ON b.cls = 'pg_proc'::regclass AND p.oid = b.oid
+   WHERE COALESCE(c.relnamespace, p.pronamespace) <> current_schema()::regnamespace;
+  IF o IS NOT NULL THEN
+    RAISE EXCEPTION 'migration 0025 re-creates the warehouse''s views, and these objects of other schemas depend on them: %', o
+      USING HINT = 'Drop them, run migrate again, then create them again.';
+  END IF;
   -- One at a time: a CASCADE may drop the next one listed.
   LOOP
     SELECT format('DROP VIEW %s CASCADE', r.ev_class::regclass) INTO o

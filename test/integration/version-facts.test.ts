@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -267,6 +267,39 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     // The contract counts are keyed by the fields migrate extracted after the migrations ran.
     const counts = await pool.query(`SELECT status, plan_id, contracts::int FROM ${quoteIdent(schema)}.contract_counts_as_of('2025-01-03T00:00:00Z')`);
     expect(counts.rows).toEqual([{ status: 'Active', plan_id: 'p-1', contracts: 2 }]);
+  });
+
+  it('splitting the facts (migration 0025) keeps every row, and stops rather than drop another schema\'s view over the warehouse', async () => {
+    // The warehouse as the release before 0025 left it: today's files before it, with history.
+    const schema = `${config.databaseSchema}_split`;
+    const outside = `${schema}_models`;
+    schemas.push(schema, outside);
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-0024-'));
+    dirs.push(dir);
+    for (const name of await readdir(migrationsDir)) if (name < '0025') await copyFile(join(migrationsDir, name), join(dir, name));
+    await migrate(pool, { schema, log, dir });
+    await append(schema, [contract('a', 1, 1), contract('a', 2, 2), contract('b', 1, 1)]);
+    await append(schema, [contract('a', 3, 3), contract('b', 2, 4, null)]);
+    const before = await facts(schema, 'Contract');
+    expect(before).toHaveLength(5);
+    // A dbt model built as a view in a schema of its own.
+    await pool.query(`CREATE SCHEMA ${quoteIdent(outside)}`);
+    await pool.query(`CREATE VIEW ${quoteIdent(outside)}.contracts AS SELECT resource_id FROM ${quoteIdent(schema)}.contract_history`);
+    await expect(migrate(pool, { schema, log })).rejects.toThrow(/migration 0025 re-creates the warehouse's views, and these objects of other schemas depend on them: .*contracts/);
+    // Nothing changed: the model and the one table of facts are there.
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${quoteIdent(outside)}.contracts`)).rows[0].n).toBe(5);
+    expect((await pool.query(`SELECT to_regclass($1) AS t`, [`${quoteIdent(schema)}.closed_version_facts`])).rows[0].t).toBeNull();
+    await pool.query(`DROP VIEW ${quoteIdent(outside)}.contracts`);
+    await migrate(pool, { schema, log });
+    expect(await facts(schema, 'Contract')).toEqual(before);
+    expect(await currentFacts(schema)).toEqual(await latestFacts(schema));
+    const closed = await pool.query(`SELECT resource_id, version FROM ${quoteIdent(schema)}.closed_version_facts ORDER BY 1, 2`);
+    expect(closed.rows).toEqual([{ resource_id: 'a', version: 1 }, { resource_id: 'a', version: 2 }, { resource_id: 'b', version: 1 }]);
+    // And the trigger of 0025 carries on from the migrated rows.
+    await append(schema, [contract('a', 4, 5)]);
+    expect((await facts(schema, 'Contract')).map((r) => [r.resource_id, r.version, r.valid_to?.slice(0, 10) ?? null])).toEqual([
+      ['a', 1, '2025-01-02'], ['a', 2, '2025-01-03'], ['a', 3, '2025-01-05'], ['a', 4, null], ['b', 1, '2025-01-04'], ['b', 2, null],
+    ]);
   });
 
   it('a typed column added to the mapping is re-extracted from the stored bodies when migrate runs again', async () => {
