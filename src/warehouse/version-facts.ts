@@ -53,7 +53,8 @@ export async function refreshVersionFacts(client: pg.PoolClient, schema: string,
   await client.query(`LOCK TABLE ${s}.resource_versions IN SHARE MODE`);
   // Since migration 0025 the facts are two tables, the closed versions' and the latest's, and
   // version_facts a view of both; a warehouse migrated from an older release's files has the one table.
-  const split = (await client.query(`SELECT to_regclass($1) AS t`, [`${s}.closed_version_facts`])).rows[0].t !== null;
+  const exists = async (relation: string): Promise<boolean> => (await client.query(`SELECT to_regclass($1) AS t`, [`${s}.${relation}`])).rows[0].t !== null;
+  const split = await exists('closed_version_facts');
   const tables = split ? ['closed_version_facts', 'current_facts'] : ['version_facts'];
   for (const type of changed) {
     await client.query(
@@ -96,7 +97,7 @@ export async function refreshVersionFacts(client: pg.PoolClient, schema: string,
     }
     // The contract counts are keyed by two of these fields: count them again from the new ones
     // (when migrated from a directory of an older release's files, there are none to count).
-    if (type === 'Contract' && (await client.query(`SELECT to_regclass($1) AS t`, [`${s}.contract_state_days`])).rows[0].t !== null) {
+    if (type === 'Contract' && (await exists('contract_state_days'))) {
       await client.query(`DELETE FROM ${s}.contract_state_deltas`);
       await client.query(`DELETE FROM ${s}.contract_state_days`);
       await client.query(`INSERT INTO ${s}.contract_state_days (day, status, plan_id, delta) SELECT * FROM ${s}.contract_state_days_from_facts()`);

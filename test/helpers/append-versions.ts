@@ -30,21 +30,24 @@ export interface AppendedWebhook {
  * placeholders; `partition` is the kafka_partition recorded.
  */
 export async function appendVersions(pool: pg.Pool, schema: string, versions: readonly AppendedVersion[], partition = 0): Promise<void> {
-  await asWriter(pool, (client) =>
-    client.query(
-      `INSERT INTO ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
-       SELECT t, id, v, at, b IS NULL, b, 'h' || ord, COALESCE(s::uuid[], '{}'), array_fill('Webhook'::text, ARRAY[cardinality(COALESCE(s::uuid[], '{}'))]), $6, ord
-         FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::jsonb[], $7::text[]) WITH ORDINALITY AS x(t, id, v, at, b, s, ord)`,
-      [
-        versions.map((v) => v.type),
-        versions.map((v) => v.id),
-        versions.map((v) => v.version),
-        versions.map((v) => v.at),
-        versions.map((v) => (v.body === null ? null : JSON.stringify(v.body))),
-        partition,
-        versions.map((v) => `{${(v.sources ?? []).join(',')}}`),
-      ],
-    ),
+  await asWriter(pool, (client) => insertVersions(client, schema, versions, partition));
+}
+
+/** appendVersions' one INSERT statement, in the caller's transaction (which may look at what it did before committing). */
+export async function insertVersions(client: pg.PoolClient, schema: string, versions: readonly AppendedVersion[], partition = 0): Promise<void> {
+  await client.query(
+    `INSERT INTO ${quoteIdent(schema)}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
+     SELECT t, id, v, at, b IS NULL, b, 'h' || ord, COALESCE(s::uuid[], '{}'), array_fill('Webhook'::text, ARRAY[cardinality(COALESCE(s::uuid[], '{}'))]), $6, ord
+       FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::jsonb[], $7::text[]) WITH ORDINALITY AS x(t, id, v, at, b, s, ord)`,
+    [
+      versions.map((v) => v.type),
+      versions.map((v) => v.id),
+      versions.map((v) => v.version),
+      versions.map((v) => v.at),
+      versions.map((v) => (v.body === null ? null : JSON.stringify(v.body))),
+      partition,
+      versions.map((v) => `{${(v.sources ?? []).join(',')}}`),
+    ],
   );
 }
 

@@ -2,7 +2,7 @@ import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { migrate, migrationsDir } from '../../src/db/migrate.js';
+import { migrate, migrationsDir, type MigrateOptions } from '../../src/db/migrate.js';
 import type { Logger } from '../../src/log.js';
 import { packageRoot } from '../../src/package-root.js';
 
@@ -12,11 +12,19 @@ import { packageRoot } from '../../src/package-root.js';
  * and then run today's migrate on it.
  */
 export async function migrateAsRelease010(pool: pg.Pool, schema: string, log: Logger): Promise<void> {
+  const release = join(packageRoot, 'test', 'fixtures', 'release-0.1.0');
+  await migrateBefore(pool, schema, log, '0012', { typedColumnsFile: join(release, 'typed-columns.json'), metricViewsFile: join(release, 'metric-views.sql') });
+}
+
+/**
+ * Migrates `schema` with today's SQL files that come before `first` (a file name prefix such as
+ * '0025'): the warehouse as it was before that migration, to fill with history and then migrate.
+ */
+export async function migrateBefore(pool: pg.Pool, schema: string, log: Logger, first: string, options: Pick<MigrateOptions, 'typedColumnsFile' | 'metricViewsFile'> = {}): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
   try {
-    for (const name of await readdir(migrationsDir)) if (name < '0012') await cp(join(migrationsDir, name), join(dir, name));
-    const release = join(packageRoot, 'test', 'fixtures', 'release-0.1.0');
-    await migrate(pool, { schema, log, dir, typedColumnsFile: join(release, 'typed-columns.json'), metricViewsFile: join(release, 'metric-views.sql') });
+    for (const name of await readdir(migrationsDir)) if (name < first) await cp(join(migrationsDir, name), join(dir, name));
+    await migrate(pool, { schema, log, dir, ...options });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,4 +1,4 @@
-import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,9 +7,10 @@ import { migrationChecksum } from '../../src/db/migration-checksum.js';
 import { createPool, quoteIdent } from '../../src/db/pool.js';
 import { createLogger } from '../../src/log.js';
 import { typedColumnsFile } from '../../src/warehouse/typed-columns.js';
-import { WRITER_ROLE } from '../../src/warehouse/resource-types.js';
-import { appendVersions, type AppendedVersion } from '../helpers/append-versions.js';
+import { appendVersions, insertVersions, type AppendedVersion } from '../helpers/append-versions.js';
+import { asWriter } from '../helpers/as-role.js';
 import { testConfig } from '../helpers/environment.js';
+import { migrateBefore } from '../helpers/release-warehouse.js';
 
 const config = testConfig();
 const log = createLogger('warn');
@@ -186,12 +187,8 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     // the facts (valid_to is indexed, so the update is never HOT): the largest part of what the
     // facts cost the sink after the extraction (docs/BENCHMARKS.md, "The sink against plain COPY").
     const schema = await freshWarehouse('once');
-    const s = quoteIdent(schema);
     await append(schema, [contract('a', 1, 1), contract('b', 1, 1), contract('c', 1, 1)]);
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL ROLE ${WRITER_ROLE}`);
+    await asWriter(pool, async (client) => {
       // This backend's counts not yet reported include its earlier transactions': the difference.
       const counts = async () =>
         (
@@ -202,11 +199,7 @@ describe('version facts: each version\'s validity and the fields the analyst lay
           )
         ).rows;
       const before = new Map((await counts()).map((r) => [r.relname, r]));
-      await client.query(
-        `INSERT INTO ${s}.resource_versions (resource_type, resource_id, version, fetched_at, deleted, body, content_hash, source_event_ids, source_events, kafka_partition, kafka_offset)
-         VALUES ('Contract', 'a', 2, '2025-01-02', false, '{"PlanId": "p-2"}', 'h-a2', '{}', '{}', 0, 10), ('Contract', 'a', 3, '2025-01-03', false, '{"PlanId": "p-3"}', 'h-a3', '{}', '{}', 0, 11),
-                ('Contract', 'b', 2, '2025-01-04', true, NULL, 'h-b2', '{}', '{}', 0, 12)`,
-      );
+      await insertVersions(client, schema, [contract('a', 2, 2), contract('a', 3, 3), contract('b', 2, 4, null)]);
       const written = (await counts()).map((r) => ({
         relname: r.relname,
         inserted: r.inserted - (before.get(r.relname)?.inserted ?? 0),
@@ -214,11 +207,7 @@ describe('version facts: each version\'s validity and the fields the analyst lay
       }));
       // a's versions 1 and 2 and b's version 1 are closed: three rows written, none rewritten.
       expect(written).toEqual([{ relname: 'closed_version_facts', inserted: 3, updated: 0 }]);
-      await client.query('COMMIT');
-    } finally {
-      await client.query('ROLLBACK').catch(() => undefined);
-      client.release();
-    }
+    });
     const rows = (await facts(schema, 'Contract')).map((r) => [r.resource_id, r.version, r.valid_to?.slice(0, 10) ?? null, r.deleted]);
     expect(rows).toEqual([
       ['a', 1, '2025-01-02', false],
@@ -274,10 +263,7 @@ describe('version facts: each version\'s validity and the fields the analyst lay
     const schema = `${config.databaseSchema}_split`;
     const outside = `${schema}_models`;
     schemas.push(schema, outside);
-    const dir = await mkdtemp(join(tmpdir(), 'migrations-0024-'));
-    dirs.push(dir);
-    for (const name of await readdir(migrationsDir)) if (name < '0025') await copyFile(join(migrationsDir, name), join(dir, name));
-    await migrate(pool, { schema, log, dir });
+    await migrateBefore(pool, schema, log, '0025');
     await append(schema, [contract('a', 1, 1), contract('a', 2, 2), contract('b', 1, 1)]);
     await append(schema, [contract('a', 3, 3), contract('b', 2, 4, null)]);
     const before = await facts(schema, 'Contract');
